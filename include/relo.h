@@ -1,0 +1,417 @@
+/*
+ * relo.h — the public API of relo, a device-memory manager for GPU compute
+ * runtimes.
+ *
+ * A runtime asks relo for memory on a stream and gets a handle back. The
+ * handle is resolved to a binding (buffer, offset, device address) right
+ * before work is launched. Because the runtime holds handles rather than
+ * addresses, relo may move live allocations ("relocation") so that pages a
+ * growing workload left behind go back to the device now.
+ *
+ * Conventions:
+ *   - Every fallible call returns relo_status; outputs come last, through
+ *     pointers, and are written only on RELO_OK unless a comment says so.
+ *   - Every call is thread-safe per device: one lock guards a device and
+ *     everything hanging off it.
+ *   - Descriptors are zero-initialised for defaults.
+ *   - The library prints nothing; logs go to the callback in the device desc.
+ */
+#ifndef RELO_H
+#define RELO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "relo_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(RELO_SHARED_BUILD)
+#define RELO_API __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define RELO_API __attribute__((visibility("default")))
+#else
+#define RELO_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Objects                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/** One accelerator: a backend, a handle table, streams. */
+typedef struct relo_device relo_device;
+/** One ordered queue of device work, with its own pools. */
+typedef struct relo_stream relo_stream;
+/** The guards a sealed graph holds on the pages it uses. */
+typedef struct relo_graph relo_graph;
+/** The code that talks to the device (see relo_backend.h). */
+typedef struct relo_backend relo_backend;
+
+/**
+ * What a runtime holds for one allocation: a slot index and a generation
+ * packed into 64 bits. id 0 is never a valid handle.
+ */
+typedef struct relo_handle {
+    uint64_t id;
+} relo_handle;
+
+/* ------------------------------------------------------------------------ */
+/* Status                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The one status list: X(name, value, sentence). relo_status_name and
+ * relo_status_string are generated from it, so the three cannot drift.
+ */
+#define RELO_STATUS_LIST(X)                                                    \
+    X(RELO_OK, 0, "success")                                                   \
+    X(RELO_ERR_INVALID_ARGUMENT, 1, "an argument is NULL, out of range or inconsistent") \
+    X(RELO_ERR_HOST_MEMORY, 2, "relo could not allocate host memory for its own bookkeeping") \
+    X(RELO_ERR_OUT_OF_MEMORY, 3, "the device refused to allocate memory") \
+    X(RELO_ERR_BUFFER_TOO_BIG, 4, "the request is larger than the largest page the device allows") \
+    X(RELO_ERR_PAGE_SIZES_EXHAUSTED, 5, "every page-size slot of the arena is taken") \
+    X(RELO_ERR_PAGE_UPDATE_FORBIDDEN, 6, "a recording stream may not add or release pages") \
+    X(RELO_ERR_NOT_FOUND, 7, "the handle is stale, released, or was never valid") \
+    X(RELO_ERR_RECORDING, 8, "refused while a stream records a graph") \
+    X(RELO_ERR_CAPTURE_STATE, 9, "the capture call does not fit the stream's capture state") \
+    X(RELO_ERR_BUSY, 10, "the object still holds live allocations or pages in use") \
+    X(RELO_ERR_BACKEND, 11, "the device backend reported an error") \
+    X(RELO_ERR_UNSUPPORTED, 12, "the backend does not support this operation") \
+    X(RELO_ERR_OUT_OF_RANGE, 13, "the byte range lies outside the allocation") \
+    X(RELO_ERR_CORRUPT, 14, "an internal invariant does not hold")
+
+typedef enum relo_status {
+#define RELO_X_(name, value, text) name = value,
+    RELO_STATUS_LIST(RELO_X_)
+#undef RELO_X_
+    RELO_STATUS_COUNT
+} relo_status;
+
+/** The enumerator's name ("RELO_ERR_NOT_FOUND"); "RELO_STATUS_UNKNOWN" for
+ *  a value outside the list. Never NULL; thread-safe. */
+RELO_API const char *relo_status_name(relo_status status);
+
+/** A sentence describing the status; never NULL; thread-safe. */
+RELO_API const char *relo_status_string(relo_status status);
+
+/* ------------------------------------------------------------------------ */
+/* Device                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** How dynamic (AUTO mode) memory is laid out. */
+typedef enum relo_layout {
+    RELO_LAYOUT_ADAPTIVE = 0,  /**< tiny + small pool + adaptive arena */
+    RELO_LAYOUT_EXCLUSIVE,     /**< 24 log-spaced exclusive buckets */
+    RELO_LAYOUT_COUNT
+} relo_layout;
+
+/** Whether relo moves live allocations on its own. */
+typedef enum relo_relocation {
+    RELO_RELOCATION_AUTO = 0,  /**< on pressure, full arena, capture, reclaim */
+    RELO_RELOCATION_OFF,       /**< never: allocations stay where born */
+    RELO_RELOCATION_COUNT
+} relo_relocation;
+
+/** Placement policy. The seed design is the default. */
+typedef enum relo_policy {
+    RELO_POLICY_SEED = 0,      /**< design.md as written */
+    RELO_POLICY_DENSE,         /**< also compacts current pages (see docs/policy.md) */
+    RELO_POLICY_COUNT
+} relo_policy;
+
+/** Severity of a log line passed to relo_log_fn. */
+typedef enum relo_log_level {
+    RELO_LOG_DEBUG = 0,
+    RELO_LOG_INFO,
+    RELO_LOG_WARN,
+    RELO_LOG_ERROR,
+    RELO_LOG_LEVEL_COUNT
+} relo_log_level;
+
+/** A log sink. Called with the device lock held: it must not call relo. */
+typedef void (*relo_log_fn)(void *user, relo_log_level level, const char *message);
+
+/** How to build a device. Zero everywhere means the defaults. */
+typedef struct relo_device_desc {
+    relo_layout layout;          /**< default RELO_LAYOUT_ADAPTIVE */
+    relo_relocation relocation;  /**< default RELO_RELOCATION_AUTO */
+    uint64_t capacity;           /**< device bytes; 0 = what the backend reports (maybe unknown) */
+    relo_policy policy;          /**< default RELO_POLICY_SEED */
+    uint64_t pass_max_bytes;     /**< bytes one relocation pass may move; 0 = no bound */
+    uint64_t pass_max_ns;        /**< time one pass may spend planning; 0 = no bound */
+    relo_log_fn log;             /**< log sink; NULL = silent */
+    void *log_user;              /**< passed to log */
+} relo_device_desc;
+
+/**
+ * Creates a device over a backend.
+ *
+ * desc     may be NULL for the defaults; values out of range give
+ *          RELO_ERR_INVALID_ARGUMENT.
+ * backend  taken by the device on success: relo_device_destroy destroys it.
+ *          On failure the caller still owns it.
+ * out      receives the device.
+ *
+ * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT (NULL backend or out, bad desc),
+ * RELO_ERR_HOST_MEMORY.
+ */
+RELO_API relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backend,
+                                        relo_device **out);
+
+/**
+ * Destroys a device, its streams, its pages and its backend.
+ *
+ * Returns RELO_ERR_BUSY and frees nothing while any allocation is live or a
+ * graph still guards pages; RELO_ERR_INVALID_ARGUMENT for NULL; else RELO_OK.
+ * The caller must not use the device concurrently with this call.
+ */
+RELO_API relo_status relo_device_destroy(relo_device *device);
+
+/**
+ * Fills *out with the effective configuration: defaults resolved, capacity
+ * as judged (0 = unknown). Returns RELO_ERR_INVALID_ARGUMENT for NULLs.
+ */
+RELO_API relo_status relo_device_desc_get(relo_device *device, relo_device_desc *out);
+
+/* ------------------------------------------------------------------------ */
+/* Streams                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Creates a stream on the device.
+ *
+ * backend_stream  the backend's queue (cl_command_queue, CUstream), or NULL
+ *                 where the backend has no such notion. The backend is told
+ *                 so it can wait on it before relocation.
+ *
+ * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT, RELO_ERR_HOST_MEMORY,
+ * RELO_ERR_BACKEND (the backend refused the queue).
+ */
+RELO_API relo_status relo_stream_create(relo_device *device, void *backend_stream,
+                                        relo_stream **out);
+
+/**
+ * Destroys a stream and gives its empty pages back.
+ *
+ * Returns RELO_ERR_BUSY (nothing changes) while an allocation reserved on
+ * the stream is live, a graph guards one of its pages, or it is in a capture;
+ * RELO_ERR_INVALID_ARGUMENT for NULL; else RELO_OK.
+ */
+RELO_API relo_status relo_stream_destroy(relo_stream *stream);
+
+/* ------------------------------------------------------------------------ */
+/* Allocations                                                              */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Reserves size bytes on the stream and returns a handle with refcount 1.
+ * Size 0 is valid (served by the tiny pool, resolves with size 0).
+ *
+ * Before reserving, relo may clean up (give back empty outdated pages) and
+ * may relocate live allocations of this stream; bindings resolved earlier
+ * are then stale.
+ *
+ * Returns RELO_OK;
+ *   RELO_ERR_INVALID_ARGUMENT  NULL stream or out;
+ *   RELO_ERR_BUFFER_TOO_BIG    larger than the largest page (never retried);
+ *   RELO_ERR_OUT_OF_MEMORY     the device refused, also after one explicit
+ *                              cleanup and a retry;
+ *   RELO_ERR_PAGE_SIZES_EXHAUSTED  all 64 arena slots hold pools, also after
+ *                              an ARENA_FULL relocation;
+ *   RELO_ERR_PAGE_UPDATE_FORBIDDEN  the stream records and the request needs
+ *                              a new page (the recording is doomed);
+ *   RELO_ERR_HOST_MEMORY, RELO_ERR_BACKEND.
+ * On failure nothing changes and *out is untouched.
+ */
+RELO_API relo_status relo_reserve(relo_stream *stream, uint64_t size, relo_handle *out);
+
+/**
+ * Adds an owner to a live allocation.
+ * Returns RELO_OK, RELO_ERR_NOT_FOUND (stale/unknown handle),
+ * RELO_ERR_INVALID_ARGUMENT (NULL device, or the refcount would overflow).
+ */
+RELO_API relo_status relo_retain(relo_device *device, relo_handle handle);
+
+/**
+ * Drops one owner; at zero the allocation is freed and the handle value goes
+ * stale forever. Never allocates, never touches the device.
+ * Returns RELO_OK, RELO_ERR_NOT_FOUND (stale: double release is harmless),
+ * RELO_ERR_INVALID_ARGUMENT (NULL device).
+ */
+RELO_API relo_status relo_release(relo_device *device, relo_handle handle);
+
+/** Where an allocation's bytes are right now. */
+typedef struct relo_binding {
+    void *buffer;      /**< the backend buffer (cl_mem, host block, ...) */
+    uint64_t offset;   /**< byte offset of the allocation in buffer */
+    uint64_t size;     /**< requested size */
+    uint64_t address;  /**< device address of the first byte; 0 if the backend has none */
+} relo_binding;
+
+/**
+ * Resolves a handle to where its bytes are now. The binding stays valid
+ * until the next relo_reserve, relo_reclaim or relo_capture_prepare on the
+ * device. While the stream records, the page is remembered as touched and
+ * guarded when the capture ends.
+ *
+ * The handle may come from another stream of the same device.
+ * Returns RELO_OK, RELO_ERR_NOT_FOUND, RELO_ERR_INVALID_ARGUMENT,
+ * RELO_ERR_HOST_MEMORY (could not remember a touched page).
+ */
+RELO_API relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_binding *out);
+
+/**
+ * Copies n bytes from data into the allocation at offset (synchronously).
+ * Returns RELO_OK, RELO_ERR_NOT_FOUND, RELO_ERR_INVALID_ARGUMENT (NULL data
+ * with n > 0), RELO_ERR_OUT_OF_RANGE (offset + n past the size: nothing is
+ * written), RELO_ERR_UNSUPPORTED (the backend holds no bytes),
+ * RELO_ERR_BACKEND.
+ */
+RELO_API relo_status relo_write(relo_device *device, relo_handle handle, uint64_t offset,
+                                const void *data, uint64_t n);
+
+/** Copies n bytes of the allocation at offset into data; as relo_write. */
+RELO_API relo_status relo_read(relo_device *device, relo_handle handle, uint64_t offset,
+                               void *data, uint64_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Modes                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/** Where a stream's reservations go while a mode window is open. */
+typedef enum relo_mode {
+    RELO_MODE_AUTO = 0,    /**< dynamic memory (the layout); the mode with no window open */
+    RELO_MODE_PERSISTENT,  /**< exact-size slices, each its own buffer, kept until cleanup */
+    RELO_MODE_DEDICATED,   /**< one buffer per allocation, returned at the next cleanup */
+    RELO_MODE_COUNT
+} relo_mode;
+
+/** The mode's name ("RELO_MODE_PERSISTENT"). Never NULL. */
+RELO_API const char *relo_mode_name(relo_mode mode);
+
+/**
+ * Opens a mode window; windows nest, the innermost decides.
+ * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT (bad mode, or more than 64
+ * windows open).
+ */
+RELO_API relo_status relo_mode_push(relo_stream *stream, relo_mode mode);
+
+/** Closes the innermost window. RELO_ERR_INVALID_ARGUMENT if none is open. */
+RELO_API relo_status relo_mode_pop(relo_stream *stream);
+
+/**
+ * Gives back everything nothing needs, over every stream of the device:
+ * relocates outdated pages with reason EXPLICIT (targets only in room
+ * already held), releases every empty unguarded page, flushes the backend.
+ * Bindings resolved earlier are stale afterwards.
+ *
+ * Returns RELO_OK, RELO_ERR_RECORDING (a stream records: nothing happens),
+ * RELO_ERR_INVALID_ARGUMENT. A relocation that is abandoned is not an error.
+ */
+RELO_API relo_status relo_reclaim(relo_stream *stream);
+
+/* ------------------------------------------------------------------------ */
+/* Graph capture                                                            */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * IDLE → PREPARED. Relocates every stream's outdated pages (reason CAPTURE,
+ * which may take new current-size pages) so none is guarded later.
+ * Returns RELO_OK, RELO_ERR_CAPTURE_STATE (not IDLE), RELO_ERR_RECORDING
+ * (another stream records), RELO_ERR_INVALID_ARGUMENT.
+ */
+RELO_API relo_status relo_capture_prepare(relo_stream *stream);
+
+/**
+ * PREPARED → RECORDING. While any stream records nothing is relocated,
+ * released or cleaned up; this stream may only use room it already holds.
+ * Returns RELO_OK, RELO_ERR_CAPTURE_STATE, RELO_ERR_INVALID_ARGUMENT.
+ */
+RELO_API relo_status relo_capture_begin(relo_stream *stream);
+
+/**
+ * RECORDING → IDLE. Every page resolved on the stream while recording is
+ * guarded by the returned graph. A doomed recording (a reservation needed a
+ * new page) returns that error (RELO_ERR_PAGE_UPDATE_FORBIDDEN), guards
+ * nothing and sets *out to NULL; the stream is IDLE either way.
+ * Returns RELO_OK, RELO_ERR_CAPTURE_STATE, RELO_ERR_INVALID_ARGUMENT,
+ * RELO_ERR_HOST_MEMORY (the stream stays RECORDING; try again).
+ */
+RELO_API relo_status relo_capture_end(relo_stream *stream, relo_graph **out);
+
+/** Drops the graph's guards; its pages become ordinary. NULL is a no-op.
+ *  Never fails. */
+RELO_API void relo_graph_destroy(relo_graph *graph);
+
+/* ------------------------------------------------------------------------ */
+/* Stats and reports                                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The stats fields, one list: X(name, description). It generates the
+ * struct, the text printer and the JSON emitter.
+ */
+#define RELO_STATS_LIST(X)                                                     \
+    X(allocations, "live allocations")                                         \
+    X(bytes_in_use, "sum of requested sizes of live allocations")              \
+    X(bytes_padding, "alignment padding of live allocations")                  \
+    X(bytes_reserved, "bytes of pages held")                                   \
+    X(peak_bytes_reserved, "highest bytes_reserved seen")                      \
+    X(pages, "pages held")                                                     \
+    X(outdated_pages, "pages held by outdated pools")                          \
+    X(bytes_outdated, "bytes of pages held by outdated pools")                 \
+    X(guarded_pages, "pages a sealed graph guards")                            \
+    X(relocations, "relocations that moved at least one allocation")           \
+    X(relocations_abandoned, "relocations abandoned: every source kept")       \
+    X(allocations_moved, "allocations moved by relocation")                    \
+    X(bytes_moved, "bytes copied by relocation")                               \
+    X(bytes_leaked, "bytes never reused after a copy whose outcome is unknown") \
+    X(pages_released, "pages given back to the backend")                       \
+    X(backend_allocs, "buffers the backend allocated")                         \
+    X(backend_frees, "buffers given back to the backend")
+
+/** Counters of a stream or a whole device (the sum of its streams). */
+typedef struct relo_stats {
+    uint32_t size;     /**< sizeof(relo_stats), filled by the call */
+    uint32_t version;  /**< RELO_STATS_VERSION, filled by the call */
+#define RELO_X_(name, text) uint64_t name;
+    RELO_STATS_LIST(RELO_X_)
+#undef RELO_X_
+} relo_stats;
+
+#define RELO_STATS_VERSION 1u
+
+/** Fills every field of *out for the whole device. Never fails for valid
+ *  arguments; RELO_ERR_INVALID_ARGUMENT for NULLs. */
+RELO_API relo_status relo_device_stats(relo_device *device, relo_stats *out);
+
+/** Fills every field of *out for one stream; as relo_device_stats. */
+RELO_API relo_status relo_stream_stats(relo_stream *stream, relo_stats *out);
+
+/** Writes the stats as "name: value" lines to f. */
+RELO_API relo_status relo_stats_print(const relo_stats *stats, FILE *f);
+
+/**
+ * Writes one JSON object to f: {"stats": {...}, "streams": [{"pools":
+ * [{"kind", "page_size", "pages", "outdated_pages", "guarded_pages",
+ * "bytes_in_use", "bytes_reserved", ...}]}]}.
+ * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT, RELO_ERR_BACKEND (f failed).
+ */
+RELO_API relo_status relo_device_report_json(relo_device *device, FILE *f);
+
+/**
+ * Runs every invariant checker of design.md §9 over the device: slices never
+ * overlap, stats add up, outdated pools serve nothing, guards hold.
+ * Costs time linear in the slices held. Returns RELO_OK or RELO_ERR_CORRUPT
+ * (the first broken invariant is logged).
+ */
+RELO_API relo_status relo_device_check(relo_device *device);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RELO_H */

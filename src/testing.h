@@ -1,0 +1,57 @@
+/*
+ * testing.h — internal queries and hooks for relo's own tests, benchmarks
+ * and fuzzers. Not part of the public API: names may change. Every function
+ * takes the device lock itself.
+ */
+#ifndef RELO_TESTING_H
+#define RELO_TESTING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "relo.h"
+
+/** Why a relocation runs (design §6.2). */
+typedef enum relo_reason {
+    RELO_REASON_NONE = 0,         /* the trigger's NOTHING */
+    RELO_REASON_EXPLICIT,         /* relo_reclaim: room already held only */
+    RELO_REASON_MEMORY_PRESSURE,  /* trigger: room already held only */
+    RELO_REASON_ARENA_FULL,       /* trigger or refused growth: may add current pages */
+    RELO_REASON_CAPTURE,          /* relo_capture_prepare: may add current pages */
+    RELO_REASON_COMPACT,          /* dense policy: pack current pages */
+    RELO_REASON_COUNT
+} relo_reason;
+
+/** "RELO_REASON_ARENA_FULL" etc. */
+const char *relo__reason_name(relo_reason reason);
+
+/** The pressure rule: held + page > capacity - page (saturating). */
+bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
+
+/** What the trigger would answer before the next reservation on stream,
+ *  without acting on it (may count one sum of held bytes). */
+relo_reason relo__testing_trigger(relo_stream *stream);
+
+/** How many times the bytes held across every stream were summed. */
+uint64_t relo__testing_held_sums(relo_device *device);
+
+/** The arena's current page size; 0 before the arena made a pool. */
+uint64_t relo__testing_page_size(relo_stream *stream);
+
+/** Arena slots holding a pool (current and outdated). */
+uint32_t relo__testing_arena_pools(relo_stream *stream);
+
+/** The reason of the last relocation that ran on the device (moved or not). */
+relo_reason relo__testing_last_reason(relo_device *device);
+
+/** Runs relocation with the given reason now, as the device would. */
+relo_status relo__testing_relocate(relo_stream *stream, relo_reason reason);
+
+/** The capacity the device judges pressure against (0 = unknown). */
+uint64_t relo__testing_capacity(relo_device *device);
+
+/** Callback for every committed move, in commit order (tests of plan order). */
+typedef void (*relo__move_hook)(void *user, relo_handle handle, uint64_t size);
+void relo__testing_set_move_hook(relo_device *device, relo__move_hook hook, void *user);
+
+#endif /* RELO_TESTING_H */
