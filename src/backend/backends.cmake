@@ -1,3 +1,60 @@
 # Backends: each appends its sources (and, for optional ones, libraries,
 # include directories and public headers) to the RELO_BACKEND_* lists.
-list(APPEND RELO_BACKEND_SOURCES src/backend/host.c src/backend/sim.c)
+# Included from the top-level CMakeLists.txt, so paths are relative to the
+# project root. Optional backends set RELO_HAVE_<NAME> (ON/OFF) for tests,
+# examples and benchmarks.
+list(APPEND RELO_BACKEND_SOURCES src/backend/hostlike.c src/backend/host.c src/backend/sim.c)
+
+# relo_backend_mode(<var> <out>) — normalises an AUTO/ON/OFF cache value.
+function(relo_backend_mode var out)
+  string(TOUPPER "${${var}}" mode)
+  if(mode STREQUAL "" OR mode STREQUAL "AUTO")
+    set(${out} AUTO PARENT_SCOPE)
+  elseif(mode STREQUAL "ON" OR mode STREQUAL "YES" OR mode STREQUAL "TRUE" OR mode STREQUAL "1")
+    set(${out} ON PARENT_SCOPE)
+  else()
+    set(${out} OFF PARENT_SCOPE)
+  endif()
+endfunction()
+
+# OpenCL: built when the headers and an ICD loader are found.
+set(RELO_HAVE_OPENCL OFF)
+relo_backend_mode(RELO_WITH_OPENCL _relo_opencl_mode)
+if(NOT _relo_opencl_mode STREQUAL "OFF")
+  if(_relo_opencl_mode STREQUAL "ON")
+    find_package(OpenCL REQUIRED)
+  else()
+    find_package(OpenCL QUIET)
+  endif()
+  if(OpenCL_FOUND)
+    set(RELO_HAVE_OPENCL ON)
+    list(APPEND RELO_BACKEND_SOURCES src/backend/opencl.c)
+    list(APPEND RELO_BACKEND_LIBS OpenCL::OpenCL)
+    list(APPEND RELO_BACKEND_PUBLIC_HEADERS include/relo_opencl.h)
+    message(STATUS "relo: OpenCL backend on (${OpenCL_LIBRARIES})")
+  else()
+    message(STATUS "relo: OpenCL backend off (OpenCL not found)")
+  endif()
+endif()
+
+# CUDA: driver API only, built when the toolkit is found. Linking needs
+# only libcuda's stub; running needs a driver and a device.
+set(RELO_HAVE_CUDA OFF)
+relo_backend_mode(RELO_WITH_CUDA _relo_cuda_mode)
+if(NOT _relo_cuda_mode STREQUAL "OFF" AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/cuda.c)
+  if(_relo_cuda_mode STREQUAL "ON")
+    find_package(CUDAToolkit REQUIRED)
+  else()
+    find_package(CUDAToolkit QUIET)
+  endif()
+  if(CUDAToolkit_FOUND AND TARGET CUDA::cuda_driver)
+    set(RELO_HAVE_CUDA ON)
+    list(APPEND RELO_BACKEND_SOURCES src/backend/cuda.c)
+    list(APPEND RELO_BACKEND_LIBS CUDA::cuda_driver)
+    list(APPEND RELO_BACKEND_INCLUDES ${CUDAToolkit_INCLUDE_DIRS})
+    list(APPEND RELO_BACKEND_PUBLIC_HEADERS include/relo_cuda.h)
+    message(STATUS "relo: CUDA backend on (toolkit ${CUDAToolkit_VERSION})")
+  else()
+    message(STATUS "relo: CUDA backend off (CUDA toolkit not found)")
+  endif()
+endif()

@@ -1,0 +1,191 @@
+/*
+ * bench_opencl_reloc.c — relocation bandwidth on the OpenCL backend, as a
+ * ratio to a plain clEnqueueCopyBuffer + clFinish of the same size on the
+ * same device, measured in the same run (target ≥ 0.8).
+ *
+ * One relocation run: a fresh device holds an allocation of S bytes on an
+ * outdated page and an empty current page with room for it (reserve S,
+ * reserve a larger block that grows the arena, release that block); the
+ * timed part is relo_reclaim, which waits for the device, copies S bytes,
+ * commits and gives the old page back. Every buffer is written before the
+ * clock starts, so lazy allocation (many implementations commit memory at
+ * first use) is not charged to either side. Runs of both kinds alternate
+ * after a warm-up; medians and spreads are printed.
+ *
+ * Usage: bench_opencl_reloc [runs]   (default 15)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "relo.h"
+#include "relo_opencl.h"
+
+#define MiB (UINT64_C(1) << 20)
+#define MAX_RUNS 101
+
+typedef struct env {
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue copy_queue;
+    cl_command_queue queue;
+} env;
+
+static int env_open(env *e)
+{
+    memset(e, 0, sizeof *e);
+    cl_platform_id plats[16];
+    cl_uint n = 0;
+    if (clGetPlatformIDs(16, plats, &n) != CL_SUCCESS || n == 0) return 0;
+    for (cl_uint i = 0; i < n && i < 16 && !e->device; i++)
+        if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &e->device, NULL) != CL_SUCCESS)
+            e->device = NULL;
+    if (!e->device) return 0;
+    cl_int err = CL_SUCCESS;
+    e->context = clCreateContext(NULL, 1, &e->device, NULL, NULL, &err);
+    if (err == CL_SUCCESS) e->copy_queue = clCreateCommandQueue(e->context, e->device, 0, &err);
+    if (err == CL_SUCCESS) e->queue = clCreateCommandQueue(e->context, e->device, 0, &err);
+    return err == CL_SUCCESS;
+}
+
+static void env_close(env *e)
+{
+    if (e->queue) clReleaseCommandQueue(e->queue);
+    if (e->copy_queue) clReleaseCommandQueue(e->copy_queue);
+    if (e->context) clReleaseContext(e->context);
+}
+
+/* Writes one byte at the start of the allocation, so the page it sits on is
+ * committed on implementations that allocate lazily. */
+static relo_status touch(relo_device *d, relo_handle h)
+{
+    unsigned char b = 1;
+    return relo_write(d, h, 0, &b, 1);
+}
+
+/* One timed relocation of `size` bytes; returns seconds, or < 0 on error. */
+static double reloc_once(env *e, uint64_t size, const unsigned char *fill)
+{
+    relo_backend *b = NULL;
+    relo_device *d = NULL;
+    relo_stream *s = NULL;
+    relo_handle h = {0}, grow = {0};
+    double t = -1;
+    if (relo_backend_opencl_create(e->context, e->device, e->copy_queue, &b) != RELO_OK) return -1;
+    if (relo_device_create(NULL, b, &d) != RELO_OK) {
+        relo_backend_destroy(b);
+        return -1;
+    }
+    if (relo_stream_create(d, e->queue, &s) != RELO_OK) goto out;
+    if (relo_reserve(s, size, &h) != RELO_OK) goto out;
+    if (relo_write(d, h, 0, fill, size) != RELO_OK) goto out;
+    /* A block larger than the first page grows the arena; once released,
+     * its page is held, empty, with room for the relocated allocation. */
+    relo_stats st;
+    relo_device_stats(d, &st);
+    if (relo_reserve(s, st.bytes_reserved + MiB, &grow) != RELO_OK) goto out;
+    if (touch(d, grow) != RELO_OK) goto out;
+    relo_release(d, grow);
+    grow.id = 0;
+    clFinish(e->copy_queue);
+
+    uint64_t moved_before;
+    relo_device_stats(d, &st);
+    moved_before = st.bytes_moved;
+    uint64_t t0 = bench_now_ns();
+    relo_status rs = relo_reclaim(s);
+    uint64_t t1 = bench_now_ns();
+    relo_device_stats(d, &st);
+    if (rs == RELO_OK && st.bytes_moved - moved_before == size) t = (double)(t1 - t0) * 1e-9;
+
+out:
+    if (h.id) relo_release(d, h);
+    if (grow.id) relo_release(d, grow);
+    if (s) relo_stream_destroy(s);
+    relo_device_destroy(d);
+    return t;
+}
+
+/* One timed plain copy of `size` bytes between two committed buffers. */
+static double copy_once(env *e, cl_mem src, cl_mem dst, uint64_t size)
+{
+    uint64_t t0 = bench_now_ns();
+    cl_int err = clEnqueueCopyBuffer(e->copy_queue, src, dst, 0, 0, (size_t)size, 0, NULL, NULL);
+    if (err == CL_SUCCESS) err = clFinish(e->copy_queue);
+    uint64_t t1 = bench_now_ns();
+    return err == CL_SUCCESS ? (double)(t1 - t0) * 1e-9 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    int runs = argc > 1 ? atoi(argv[1]) : 15;
+    if (runs < 3) runs = 3;
+    if (runs > MAX_RUNS) runs = MAX_RUNS;
+    env e;
+    if (!env_open(&e)) {
+        printf("SKIP: no OpenCL device\n");
+        return 77;
+    }
+    char name[256] = "";
+    cl_ulong max_alloc = 0, global = 0;
+    clGetDeviceInfo(e.device, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+    clGetDeviceInfo(e.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+    clGetDeviceInfo(e.device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL);
+    printf("bench_opencl_reloc: %s, %d runs per size\n", name, runs);
+
+    static const uint64_t sizes[] = {1 * MiB, 8 * MiB, 64 * MiB, 256 * MiB};
+    int below_target = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint64_t size = sizes[i];
+        /* Room for source page, grown page and the baseline's two buffers. */
+        if (2 * size + 8 * MiB > max_alloc || 6 * size + 32 * MiB > global) continue;
+        unsigned char *fill = malloc((size_t)size);
+        if (!fill) break;
+        for (uint64_t j = 0; j < size; j++) fill[j] = (unsigned char)(j * 31);
+
+        cl_int err = CL_SUCCESS;
+        cl_mem src = clCreateBuffer(e.context, CL_MEM_READ_WRITE, (size_t)size, NULL, &err);
+        cl_mem dst = clCreateBuffer(e.context, CL_MEM_READ_WRITE, (size_t)size, NULL, &err);
+        if (err != CL_SUCCESS) {
+            free(fill);
+            break;
+        }
+        clEnqueueWriteBuffer(e.copy_queue, src, CL_TRUE, 0, (size_t)size, fill, 0, NULL, NULL);
+        clEnqueueWriteBuffer(e.copy_queue, dst, CL_TRUE, 0, (size_t)size, fill, 0, NULL, NULL);
+
+        /* Warm-up: one of each, not recorded. */
+        (void)copy_once(&e, src, dst, size);
+        (void)reloc_once(&e, size, fill);
+
+        double rel[MAX_RUNS], base[MAX_RUNS];
+        int nr = 0, nb = 0;
+        for (int r = 0; r < runs; r++) {
+            double tb = copy_once(&e, src, dst, size);
+            double tr = reloc_once(&e, size, fill);
+            if (tb > 0) base[nb++] = (double)size / tb / 1e9;
+            if (tr > 0) rel[nr++] = (double)size / tr / 1e9;
+        }
+        clReleaseMemObject(src);
+        clReleaseMemObject(dst);
+        free(fill);
+        if (nr == 0 || nb == 0) {
+            printf("  %llu MiB: a run failed\n", (unsigned long long)(size / MiB));
+            below_target++;
+            continue;
+        }
+        char what[96];
+        bench_summary sr = bench_summarize(rel, nr), sb = bench_summarize(base, nb);
+        snprintf(what, sizeof what, "%4llu MiB relocation (relo_reclaim)",
+                 (unsigned long long)(size / MiB));
+        bench_print(what, "GB/s", sr);
+        snprintf(what, sizeof what, "%4llu MiB clEnqueueCopyBuffer",
+                 (unsigned long long)(size / MiB));
+        bench_print(what, "GB/s", sb);
+        snprintf(what, sizeof what, "%4llu MiB ratio of medians", (unsigned long long)(size / MiB));
+        double ratio = sr.median / sb.median;
+        bench_ratio(what, ratio, ">= 0.8");
+        if (ratio < 0.8) below_target++;
+    }
+    env_close(&e);
+    return below_target ? 1 : 0;
+}

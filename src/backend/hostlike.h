@@ -1,0 +1,73 @@
+/*
+ * backend/hostlike.h — what the host and simulated backends share: the
+ * context (fault injection in force, call counts, bytes held against the
+ * capacity), the admission checks that decide whether an alloc or a copy is
+ * refused, and the operations that do not touch bytes (flush, the two waits,
+ * destroy). host.c and sim.c differ only in what a buffer is.
+ *
+ * Everything here is called with the device lock held (the core serialises
+ * backend calls), so the context needs no lock of its own.
+ */
+#ifndef RELO_BACKEND_HOSTLIKE_H
+#define RELO_BACKEND_HOSTLIKE_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+/* The context of a host or sim backend. Protected by the device lock. */
+typedef struct relo__hostlike {
+    relo_host_desc faults;         /* refuse_* and fail_* in force; the rest unused */
+    uint64_t capacity;             /* bytes lent before refusing; 0 = unlimited */
+    uint64_t max_page_size;        /* largest buffer accepted */
+    uint64_t address_alignment;    /* power of two ≥ alignment: what addresses honour */
+    relo_host_counts counts;       /* calls served so far */
+    uint64_t allocs_since_faults;  /* successful allocs since creation or set_faults */
+    uint64_t copies_since_faults;  /* successful copies since creation or set_faults */
+    uint64_t next_address;         /* sim only: the next virtual address to hand out */
+} relo__hostlike;
+
+/*
+ * Validates desc (NULL = every default), fills *ctx and *props with the
+ * effective values. Returns RELO_OK or RELO_ERR_INVALID_ARGUMENT (max page
+ * size below the alignment, or an alignment whose power-of-two round-up
+ * overflows).
+ */
+relo_status relo__hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
+                                relo_backend_props *props);
+
+/*
+ * Allocates a context with relo__malloc, initialises it from desc and wraps
+ * it with ops into a backend. On failure the context is freed and *out is
+ * untouched. Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT, RELO_ERR_HOST_MEMORY.
+ */
+relo_status relo__hostlike_create(const relo_backend_ops *ops, const relo_host_desc *desc,
+                                  relo_backend **out);
+
+/*
+ * Decides whether an alloc of size bytes may be served: RELO_OK, or
+ * RELO_ERR_OUT_OF_MEMORY for an injected refusal or the capacity, or
+ * RELO_ERR_BACKEND for a size the contract forbids (0, above max page).
+ * Changes nothing.
+ */
+relo_status relo__hostlike_alloc_admit(const relo__hostlike *ctx, uint64_t size);
+
+/* Records a served alloc of size bytes. */
+void relo__hostlike_alloc_done(relo__hostlike *ctx, uint64_t size);
+
+/* Records a free of size bytes. */
+void relo__hostlike_free_done(relo__hostlike *ctx, uint64_t size);
+
+/* Decides whether a copy may be enqueued: RELO_OK or RELO_ERR_BACKEND. */
+relo_status relo__hostlike_copy_admit(const relo__hostlike *ctx);
+
+/* Records an enqueued copy. */
+void relo__hostlike_copy_done(relo__hostlike *ctx);
+
+/* The operations host and sim share; ctx is a relo__hostlike. */
+void relo__hostlike_flush(void *ctx);
+relo_status relo__hostlike_wait_device(void *ctx);
+relo_status relo__hostlike_wait_copies(void *ctx);
+void relo__hostlike_destroy(void *ctx);
+
+#endif /* RELO_BACKEND_HOSTLIKE_H */

@@ -1,0 +1,140 @@
+/*
+ * capture.c — graph capture and guards (design §7). The graph that will
+ * hold the guards is made at begin, and touched pages are appended to it as
+ * they are resolved, so sealing a recording cannot fail.
+ */
+#include "capture.h"
+
+#include "device.h"
+#include "hostmem.h"
+#include "relocation.h"
+
+const char *relo__capture_state_name(relo_capture_state state)
+{
+    switch (state) {
+    case RELO_CAPTURE_IDLE: return "IDLE";
+    case RELO_CAPTURE_PREPARED: return "PREPARED";
+    case RELO_CAPTURE_RECORDING: return "RECORDING";
+    case RELO_CAPTURE_STATE_COUNT: break;
+    }
+    return "UNKNOWN";
+}
+
+relo_status relo__capture_touch(struct relo_stream *stream, relo_page *page)
+{
+    relo_capture *c = &stream->capture;
+    if (page->touch_stamp == c->epoch) return RELO_OK;
+    struct relo_graph *g = c->graph;
+    if (g->count == g->cap) {
+        uint32_t cap = g->cap ? g->cap * 2 : 16;
+        relo_page **pages = relo__realloc(g->pages, cap * sizeof *pages);
+        if (!pages) return RELO_ERR_HOST_MEMORY;
+        g->pages = pages;
+        g->cap = cap;
+    }
+    g->pages[g->count++] = page;
+    page->touch_stamp = c->epoch;
+    return RELO_OK;
+}
+
+static void graph_free(struct relo_graph *g)
+{
+    relo__free(g->pages);
+    relo__free(g);
+}
+
+void relo__capture_reset(struct relo_stream *stream)
+{
+    relo_capture *c = &stream->capture;
+    if (c->state == RELO_CAPTURE_RECORDING) stream->device->recording--;
+    if (c->graph) graph_free(c->graph);
+    c->graph = NULL;
+    c->state = RELO_CAPTURE_IDLE;
+    c->doom = RELO_OK;
+}
+
+relo_status relo_capture_prepare(relo_stream *stream)
+{
+    if (!stream) return RELO_ERR_INVALID_ARGUMENT;
+    relo_device *d = stream->device;
+    relo__device_lock(d);
+    relo_status st = RELO_ERR_CAPTURE_STATE;
+    if (stream->capture.state == RELO_CAPTURE_IDLE) {
+        if (d->recording) {
+            st = RELO_ERR_RECORDING;
+        } else {
+            /* Empty outdated pages now, before any of them can be guarded. */
+            relo__relocate(d, NULL, RELO_REASON_CAPTURE);
+            relo__device_cleanup_periodic(d);
+            stream->capture.state = RELO_CAPTURE_PREPARED;
+            st = RELO_OK;
+        }
+    }
+    relo__device_unlock(d);
+    return st;
+}
+
+relo_status relo_capture_begin(relo_stream *stream)
+{
+    if (!stream) return RELO_ERR_INVALID_ARGUMENT;
+    relo_device *d = stream->device;
+    relo__device_lock(d);
+    relo_status st = RELO_ERR_CAPTURE_STATE;
+    if (stream->capture.state == RELO_CAPTURE_PREPARED) {
+        struct relo_graph *g = relo__calloc(sizeof *g);
+        if (!g) {
+            st = RELO_ERR_HOST_MEMORY;
+        } else {
+            g->device = d;
+            stream->capture.graph = g;
+            stream->capture.epoch = ++d->capture_epoch;
+            if (stream->capture.epoch == 0) stream->capture.epoch = ++d->capture_epoch;
+            stream->capture.doom = RELO_OK;
+            stream->capture.state = RELO_CAPTURE_RECORDING;
+            d->recording++;
+            st = RELO_OK;
+        }
+    }
+    relo__device_unlock(d);
+    return st;
+}
+
+relo_status relo_capture_end(relo_stream *stream, relo_graph **out)
+{
+    if (!stream || !out) return RELO_ERR_INVALID_ARGUMENT;
+    relo_device *d = stream->device;
+    relo__device_lock(d);
+    relo_capture *c = &stream->capture;
+    relo_status st = RELO_ERR_CAPTURE_STATE;
+    if (c->state == RELO_CAPTURE_RECORDING) {
+        st = c->doom;
+        struct relo_graph *g = c->graph;
+        c->graph = NULL;
+        c->state = RELO_CAPTURE_IDLE;
+        c->doom = RELO_OK;
+        d->recording--;
+        if (st == RELO_OK) {
+            for (uint32_t i = 0; i < g->count; i++) relo__pool_page_guard(g->pages[i]->pool, g->pages[i]);
+            d->graphs++;
+            *out = g;
+        } else {
+            graph_free(g);
+            *out = NULL;
+        }
+        /* Pages the recording kept from going back may go now. */
+        relo__device_cleanup_periodic(d);
+    }
+    relo__device_unlock(d);
+    return st;
+}
+
+void relo_graph_destroy(relo_graph *graph)
+{
+    if (!graph) return;
+    relo_device *d = graph->device;
+    relo__device_lock(d);
+    for (uint32_t i = 0; i < graph->count; i++) relo__pool_page_unguard(graph->pages[i]->pool, graph->pages[i]);
+    d->graphs--;
+    graph_free(graph);
+    relo__device_unlock(d);
+}

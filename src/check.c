@@ -1,0 +1,110 @@
+/*
+ * check.c — relo_device_check: the invariants of design §9 over the whole
+ * device. Tests and fuzzers call it every N operations; it costs time
+ * linear in the slices held.
+ */
+#include <inttypes.h>
+
+#include "device.h"
+#include "log.h"
+
+static bool check_arena(const relo_arena *a, const char **why)
+{
+    uint32_t pools = 0;
+    const relo_pool *current = relo__arena_current(a);
+    if (a->current >= 0 && (!current || current->outdated)) {
+        *why = "the current arena pool is missing or outdated";
+        return false;
+    }
+    for (int i = 0; i < RELO_ARENA_SLOTS; i++) {
+        const relo_pool *p = a->slots[i];
+        if (!p) continue;
+        pools++;
+        if (p->slot != i) {
+            *why = "arena pool slot number is wrong";
+            return false;
+        }
+        if (p != current && !p->outdated) {
+            *why = "a second arena pool is not outdated";
+            return false;
+        }
+        if (current && p->page_size > current->page_size) {
+            *why = "page sizes shrank";
+            return false;
+        }
+    }
+    if (pools != a->pool_count) {
+        *why = "arena pool count is wrong";
+        return false;
+    }
+    if (current && current->page_size != a->page_size) {
+        *why = "arena page size differs from the current pool's";
+        return false;
+    }
+    return true;
+}
+
+static bool check_device(relo_device *d, const char **why)
+{
+    uint64_t reserved = 0, allocations = 0;
+    for (uint32_t i = 0; i < d->stream_count; i++) {
+        const struct relo_stream *s = d->streams[i];
+        if (s->index != i || s->device != d) {
+            *why = "stream list is inconsistent";
+            return false;
+        }
+        uint64_t stream_reserved = 0;
+        uint32_t n = relo__stream_pool_slots(s);
+        for (uint32_t j = 0; j < n; j++) {
+            const relo_pool *p = relo__stream_pool_at(s, j);
+            if (!p) continue;
+            if (p->stream != s) {
+                *why = "pool names another stream";
+                return false;
+            }
+            if (!relo__pool_check(p, why)) return false;
+            stream_reserved += p->bytes_reserved;
+            allocations += p->allocations;
+        }
+        if (stream_reserved != s->bytes_reserved) {
+            *why = "stream reserved bytes differ from the sum of its pools";
+            return false;
+        }
+        if (!check_arena(&s->arena, why)) return false;
+        reserved += stream_reserved;
+    }
+    if (reserved != d->bytes_reserved) {
+        *why = "device reserved bytes differ from the sum of its streams";
+        return false;
+    }
+    if (allocations != d->handles.live) {
+        *why = "live handles differ from live allocations";
+        return false;
+    }
+    for (uint32_t i = 0; i < d->handles.count; i++) {
+        const relo_slot *slot = &d->handles.slots[i];
+        if (slot->refcount == 0) continue;
+        if (!slot->slice || slot->slice->state != RELO_SLICE_LIVE || slot->slice->slot != i) {
+            *why = "a live handle does not name its live slice";
+            return false;
+        }
+    }
+    for (const relo_page *p = d->pending; p; p = p->pending_next) {
+        if (!p->pending) {
+            *why = "a queued page is not marked pending";
+            return false;
+        }
+    }
+    return true;
+}
+
+relo_status relo_device_check(relo_device *device)
+{
+    if (!device) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(device);
+    const char *why = NULL;
+    bool ok = check_device(device, &why);
+    if (!ok) relo__log(device, RELO_LOG_ERROR, "invariant broken: %s", why);
+    relo__device_unlock(device);
+    return ok ? RELO_OK : RELO_ERR_CORRUPT;
+}

@@ -1,0 +1,315 @@
+/*
+ * device.c — the device and the public calls on it: creation and
+ * destruction, streams, the life of a handle (reserve, retain, release,
+ * resolve, read, write), cleanup and reclaim. Each public call takes the
+ * device lock once and calls into the modules that own the work.
+ */
+#include "device.h"
+
+#include <string.h>
+
+#include "capture.h"
+#include "hostmem.h"
+#include "log.h"
+#include "relocation.h"
+
+void relo__device_lock(relo_device *device) { pthread_mutex_lock(&device->lock); }
+void relo__device_unlock(relo_device *device) { pthread_mutex_unlock(&device->lock); }
+
+relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backend, relo_device **out)
+{
+    if (!backend || !out) return RELO_ERR_INVALID_ARGUMENT;
+    relo_device_desc d0;
+    memset(&d0, 0, sizeof d0);
+    if (desc) d0 = *desc;
+    if ((unsigned)d0.layout >= RELO_LAYOUT_COUNT || (unsigned)d0.relocation >= RELO_RELOCATION_COUNT ||
+        (unsigned)d0.policy >= RELO_POLICY_COUNT)
+        return RELO_ERR_INVALID_ARGUMENT;
+    if (backend->props.alignment == 0 || backend->props.max_page_size < backend->props.alignment)
+        return RELO_ERR_INVALID_ARGUMENT;
+    relo_device *d = relo__calloc(sizeof *d);
+    if (!d) return RELO_ERR_HOST_MEMORY;
+    if (pthread_mutex_init(&d->lock, NULL) != 0) {
+        relo__free(d);
+        return RELO_ERR_HOST_MEMORY;
+    }
+    d->backend = backend;
+    d->alignment = backend->props.alignment;
+    d->max_page = relo__round_down(backend->props.max_page_size, d->alignment);
+    d->capacity = d0.capacity ? d0.capacity : backend->props.capacity;
+    d0.capacity = d->capacity;
+    d->desc = d0;
+    *out = d;
+    return RELO_OK;
+}
+
+relo_status relo_device_destroy(relo_device *device)
+{
+    if (!device) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(device);
+    if (device->handles.live > 0 || device->graphs > 0 || device->recording > 0) {
+        relo__device_unlock(device);
+        return RELO_ERR_BUSY;
+    }
+    for (uint32_t i = 0; i < device->stream_count; i++) {
+        relo_stream *s = device->streams[i];
+        relo__stream_free_pages(s);
+        if (s->capture.graph) relo__capture_reset(s);
+        if (device->backend->ops.stream_remove && s->backend_stream)
+            device->backend->ops.stream_remove(device->backend->ctx, s->backend_stream);
+        relo__free(s);
+    }
+    relo__free(device->streams);
+    if (device->backend->ops.flush) device->backend->ops.flush(device->backend->ctx);
+    relo__handle_table_destroy(&device->handles);
+    relo__slab_destroy(&device->slab);
+    relo__device_unlock(device);
+    pthread_mutex_destroy(&device->lock);
+    relo_backend_destroy(device->backend);
+    relo__free(device);
+    return RELO_OK;
+}
+
+relo_status relo_device_desc_get(relo_device *device, relo_device_desc *out)
+{
+    if (!device || !out) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(device);
+    *out = device->desc;
+    relo__device_unlock(device);
+    return RELO_OK;
+}
+
+relo_status relo_stream_create(relo_device *device, void *backend_stream, relo_stream **out)
+{
+    if (!device || !out) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(device);
+    relo_status st = RELO_ERR_HOST_MEMORY;
+    relo_stream *s = NULL;
+    if (device->stream_count == device->stream_cap) {
+        uint32_t cap = device->stream_cap ? device->stream_cap * 2 : 4;
+        relo_stream **streams = relo__realloc(device->streams, cap * sizeof *streams);
+        if (!streams) goto done;
+        device->streams = streams;
+        device->stream_cap = cap;
+    }
+    s = relo__malloc(sizeof *s);
+    if (!s) goto done;
+    relo__stream_init(s, device, backend_stream);
+    if (device->backend->ops.stream_add && backend_stream) {
+        st = device->backend->ops.stream_add(device->backend->ctx, backend_stream);
+        if (st != RELO_OK) {
+            relo__free(s);
+            goto done;
+        }
+    }
+    s->index = device->stream_count;
+    device->streams[device->stream_count++] = s;
+    *out = s;
+    st = RELO_OK;
+done:
+    relo__device_unlock(device);
+    return st;
+}
+
+relo_status relo_stream_destroy(relo_stream *stream)
+{
+    if (!stream) return RELO_ERR_INVALID_ARGUMENT;
+    relo_device *d = stream->device;
+    relo__device_lock(d);
+    /* While any stream records, a page this stream holds may be touched by
+     * the recording: it must outlive the graph. */
+    if (relo__stream_allocations(stream) > 0 || relo__stream_guarded_pages(stream) > 0 ||
+        stream->capture.state != RELO_CAPTURE_IDLE || d->recording > 0) {
+        relo__device_unlock(d);
+        return RELO_ERR_BUSY;
+    }
+    /* Leaked slices go with the stream: a destroy is the user's word that
+     * no work on it runs any more. */
+    relo__stream_free_pages(stream);
+    if (d->backend->ops.stream_remove && stream->backend_stream)
+        d->backend->ops.stream_remove(d->backend->ctx, stream->backend_stream);
+    uint32_t i = stream->index;
+    d->streams[i] = d->streams[--d->stream_count];
+    d->streams[i]->index = i;
+    relo__free(stream);
+    relo__device_unlock(d);
+    return RELO_OK;
+}
+
+relo_status relo_reserve(relo_stream *stream, uint64_t size, relo_handle *out)
+{
+    if (!stream || !out) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(stream->device);
+    relo_status st = relo__stream_reserve(stream, size, out);
+    relo__device_unlock(stream->device);
+    return st;
+}
+
+relo_status relo_retain(relo_device *device, relo_handle handle)
+{
+    if (!device) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(device);
+    relo_status st = RELO_ERR_NOT_FOUND;
+    relo_slot *slot = relo__handle_lookup(&device->handles, handle);
+    if (slot) {
+        if (slot->refcount == UINT32_MAX) {
+            st = RELO_ERR_INVALID_ARGUMENT;
+        } else {
+            slot->refcount++;
+            st = RELO_OK;
+        }
+    }
+    relo__device_unlock(device);
+    return st;
+}
+
+relo_status relo_release(relo_device *device, relo_handle handle)
+{
+    if (!device) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(device);
+    relo_status st = RELO_ERR_NOT_FOUND;
+    relo_slot *slot = relo__handle_lookup(&device->handles, handle);
+    if (slot) {
+        if (--slot->refcount == 0) {
+            relo_slice *slice = slot->slice;
+            relo__pool_slice_free(slice->page->pool, slice);
+            relo__handle_free(&device->handles, (uint32_t)((handle.id & 0xffffffffu) - 1));
+        }
+        st = RELO_OK;
+    }
+    relo__device_unlock(device);
+    return st;
+}
+
+relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_binding *out)
+{
+    if (!stream || !out) return RELO_ERR_INVALID_ARGUMENT;
+    relo_device *d = stream->device;
+    relo__device_lock(d);
+    relo_status st = RELO_ERR_NOT_FOUND;
+    relo_slot *slot = relo__handle_lookup(&d->handles, handle);
+    if (slot) {
+        relo_slice *slice = slot->slice;
+        relo_page *page = slice->page;
+        st = RELO_OK;
+        if (stream->capture.state == RELO_CAPTURE_RECORDING) st = relo__capture_touch(stream, page);
+        if (st == RELO_OK) {
+            out->buffer = page->buffer;
+            out->offset = slice->offset;
+            out->size = slice->size;
+            out->address = page->address ? page->address + slice->offset : 0;
+        }
+    }
+    relo__device_unlock(d);
+    return st;
+}
+
+/* Shared checks of relo_write and relo_read; returns the slice on RELO_OK. */
+static relo_status access_check(relo_device *d, relo_handle handle, uint64_t offset, const void *data,
+                                uint64_t n, bool has_op, relo_slice **out)
+{
+    relo_slot *slot = relo__handle_lookup(&d->handles, handle);
+    if (!slot) return RELO_ERR_NOT_FOUND;
+    if (!data && n > 0) return RELO_ERR_INVALID_ARGUMENT;
+    relo_slice *slice = slot->slice;
+    if (offset > slice->size || n > slice->size - offset) return RELO_ERR_OUT_OF_RANGE;
+    if (!has_op) return RELO_ERR_UNSUPPORTED;
+    *out = slice;
+    return RELO_OK;
+}
+
+relo_status relo_write(relo_device *device, relo_handle handle, uint64_t offset, const void *data,
+                       uint64_t n)
+{
+    if (!device) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(device);
+    relo_slice *slice = NULL;
+    relo_status st = access_check(device, handle, offset, data, n, device->backend->ops.write != NULL,
+                                  &slice);
+    if (st == RELO_OK && n > 0)
+        st = device->backend->ops.write(device->backend->ctx, slice->page->buffer,
+                                        slice->offset + offset, data, n);
+    relo__device_unlock(device);
+    return st;
+}
+
+relo_status relo_read(relo_device *device, relo_handle handle, uint64_t offset, void *data, uint64_t n)
+{
+    if (!device) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(device);
+    relo_slice *slice = NULL;
+    relo_status st = access_check(device, handle, offset, data, n, device->backend->ops.read != NULL,
+                                  &slice);
+    if (st == RELO_OK && n > 0)
+        st = device->backend->ops.read(device->backend->ctx, slice->page->buffer,
+                                       slice->offset + offset, data, n);
+    relo__device_unlock(device);
+    return st;
+}
+
+void relo__device_queue_release(relo_device *device, relo_page *page)
+{
+    if (page->pending) return;
+    page->pending = true;
+    page->pending_next = device->pending;
+    device->pending = page;
+}
+
+void relo__device_cleanup_periodic(relo_device *d)
+{
+    if (d->recording || !d->pending) return;
+    bool dropped_outdated = false;
+    while (d->pending) {
+        relo_page *p = d->pending;
+        d->pending = p->pending_next;
+        p->pending = false;
+        p->pending_next = NULL;
+        if (p->occupied == 0 && p->guards == 0) {
+            relo_pool *pool = p->pool;
+            dropped_outdated |= pool->outdated;
+            relo__pool_page_release(pool, p);
+        }
+    }
+    if (dropped_outdated)
+        for (uint32_t i = 0; i < d->stream_count; i++) relo__arena_drop_empty_pools(&d->streams[i]->arena);
+}
+
+static void release_empty(relo_pool *pool, void *user)
+{
+    (void)user;
+    relo__pool_release_empty(pool);
+}
+
+void relo__device_cleanup_explicit(relo_device *d)
+{
+    if (d->recording) return;
+    relo__relocate(d, NULL, RELO_REASON_EXPLICIT);
+    relo__device_cleanup_periodic(d);
+    for (uint32_t i = 0; i < d->stream_count; i++) {
+        relo__stream_each_pool(d->streams[i], release_empty, NULL);
+        relo__arena_drop_empty_pools(&d->streams[i]->arena);
+    }
+    if (d->backend->ops.flush) d->backend->ops.flush(d->backend->ctx);
+}
+
+uint64_t relo__device_held_bytes(relo_device *d)
+{
+    uint64_t held = 0;
+    for (uint32_t i = 0; i < d->stream_count; i++) held += d->streams[i]->bytes_reserved;
+    d->held_sums++;
+    return held;
+}
+
+relo_status relo_reclaim(relo_stream *stream)
+{
+    if (!stream) return RELO_ERR_INVALID_ARGUMENT;
+    relo_device *d = stream->device;
+    relo__device_lock(d);
+    relo_status st = RELO_ERR_RECORDING;
+    if (d->recording == 0) {
+        relo__device_cleanup_explicit(d);
+        st = RELO_OK;
+    }
+    relo__device_unlock(d);
+    return st;
+}

@@ -1,0 +1,80 @@
+/*
+ * device.h — the device: the backend, the handle table, the slab of slice
+ * nodes, the streams, the list of pages waiting to go back, and the one
+ * lock every public call takes.
+ *
+ * Protected by: lock, for every field except desc, backend, alignment and
+ * max_page, which are read-only after creation.
+ */
+#ifndef RELO_DEVICE_H
+#define RELO_DEVICE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "handle.h"
+#include "page.h"
+#include "stats.h"
+#include "stream.h"
+#include "testing.h"
+
+struct relo_device {
+    pthread_mutex_t lock;
+    relo_device_desc desc;          /* effective: defaults resolved */
+    relo_backend *backend;
+    uint64_t alignment;             /* backend's */
+    uint64_t max_page;              /* backend's, rounded down to the alignment */
+    uint64_t capacity;              /* judged against; 0 = unknown */
+
+    relo_handle_table handles;
+    relo_slice_slab slab;
+
+    struct relo_stream **streams;
+    uint32_t stream_count, stream_cap;
+
+    uint32_t recording;             /* streams in RECORDING */
+    uint32_t graphs;                /* graphs not yet destroyed */
+    uint32_t capture_epoch;         /* last epoch handed to a recording */
+    uint64_t page_order;            /* next page's order */
+    relo_page *pending;             /* empty pages to give back at the next cleanup */
+
+    uint64_t bytes_reserved;        /* every page held, every stream */
+    uint64_t peak_bytes_reserved;
+    relo_counters counters;         /* device totals, outliving streams */
+
+    uint64_t relocation_passes;     /* passes started */
+    uint64_t held_sums;             /* times bytes held were summed (trigger) */
+    relo_reason last_reason;
+    relo__move_hook move_hook;
+    void *move_hook_user;
+};
+
+void relo__device_lock(relo_device *device);
+void relo__device_unlock(relo_device *device);
+
+/** Queues an empty page to go back at the next cleanup (no-op if queued). */
+void relo__device_queue_release(relo_device *device, relo_page *page);
+
+/**
+ * Periodic cleanup: gives back the queued pages that are still empty and
+ * unguarded, drops outdated pools that emptied, applies the exclusive
+ * suspicion rule where due. Skipped while any stream records. O(1) when
+ * nothing is queued.
+ */
+void relo__device_cleanup_periodic(relo_device *device);
+
+/**
+ * Explicit cleanup: relocates with reason EXPLICIT (when relocation is on),
+ * gives back every empty unguarded page of every pool, flushes the backend.
+ * Skipped while any stream records.
+ */
+void relo__device_cleanup_explicit(relo_device *device);
+
+/** Bytes of pages held across every stream (counts one sum). */
+uint64_t relo__device_held_bytes(relo_device *device);
+
+/** A page-order number for a new page. */
+static inline uint64_t relo__device_next_order(relo_device *device) { return device->page_order++; }
+
+#endif /* RELO_DEVICE_H */

@@ -1,0 +1,91 @@
+/*
+ * exclusive_pool.c — pages reused whole, with the suspicion rule (see
+ * exclusive_pool.h). The free-page list is scanned on reuse; it holds only
+ * pages nobody uses, which the suspicion rule keeps few.
+ */
+#include "exclusive_pool.h"
+
+#include <math.h>
+
+#include "device.h"
+
+#define SUSPICION_NEW 4u
+#define SUSPICION_RELEASE 5u
+#define CHECKS_PER_PERIOD 5u
+
+void relo__exclusive_init(relo_pool *pool, struct relo_stream *stream, const char *name,
+                          uint64_t max_size, bool periodic)
+{
+    relo__pool_init(pool, RELO_POOL_EXCLUSIVE, name, stream, max_size);
+    pool->periodic_release = periodic;
+    pool->average = (double)max_size / 2.0;
+    /* dealloc period = 5000 × round(1 + size / GiB) reservations. */
+    uint64_t period = 5000u * (uint64_t)llround(1.0 + (double)max_size / (double)RELO_GiB);
+    pool->check_every = period / CHECKS_PER_PERIOD;
+}
+
+static relo_page *find_free(const relo_pool *pool, uint64_t length)
+{
+    relo_page *best = NULL;
+    for (relo_page *p = pool->free_pages; p; p = p->free_next) {
+        if (p->guards || p->size < length) continue;
+        if (!best || p->suspicion < best->suspicion ||
+            (p->suspicion == best->suspicion && p->order < best->order))
+            best = p;
+    }
+    return best;
+}
+
+bool relo__exclusive_has_fit(const relo_pool *pool, uint64_t size)
+{
+    uint64_t length;
+    if (!relo__round_up(size, pool->stream->device->alignment, &length)) return false;
+    return find_free(pool, length) != NULL;
+}
+
+relo_status relo__exclusive_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
+                                    bool allow_new_page, relo_slice **out)
+{
+    uint64_t align = pool->stream->device->alignment;
+    uint64_t length;
+    if (!relo__round_up(size, align, &length) || length > pool->page_size)
+        return RELO_ERR_BUFFER_TOO_BIG;
+    relo_page *page = find_free(pool, length);
+    if (page) {
+        if (page->suspicion > 0) page->suspicion--;
+    } else {
+        if (!allow_new_page) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
+        uint64_t want = (uint64_t)pool->average;
+        if (want < length) want = length;
+        uint64_t page_size;
+        if (!relo__round_up(want ? want : 1, align, &page_size)) return RELO_ERR_BUFFER_TOO_BIG;
+        relo_status st = relo__pool_page_new(pool, page_size, &page);
+        if (st != RELO_OK) return st;
+        page->suspicion = SUSPICION_NEW;
+    }
+    pool->average = 0.99 * pool->average + 0.01 * (double)size;
+    pool->reservations++;
+    relo_slice *slice = page->first;
+    slice->length = length;
+    relo__pool_slice_take(pool, slice, size, slot, RELO_SLICE_LIVE);
+    *out = slice;
+    return RELO_OK;
+}
+
+uint32_t relo__exclusive_check(relo_pool *pool)
+{
+    uint32_t released = 0;
+    relo_page *p = pool->free_pages;
+    while (p) {
+        relo_page *next = p->free_next;
+        if (!p->guards && !p->pending) {
+            p->suspicion++;
+            if (p->suspicion >= SUSPICION_RELEASE) {
+                relo__pool_page_release(pool, p);
+                released++;
+            }
+        }
+        p = next;
+    }
+    return released;
+}

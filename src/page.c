@@ -1,0 +1,72 @@
+/*
+ * page.c — the slab of slice nodes (see page.h). Pages themselves are made
+ * and given back by the pools (pool.c), which own the accounting.
+ */
+#include "page.h"
+
+#include <string.h>
+
+#include "hostmem.h"
+
+#define SLAB_CHUNK 256u
+
+const char *relo__slice_state_name(relo_slice_state state)
+{
+    switch (state) {
+    case RELO_SLICE_FREE: return "FREE";
+    case RELO_SLICE_LIVE: return "LIVE";
+    case RELO_SLICE_TARGET: return "TARGET";
+    case RELO_SLICE_LEAKED: return "LEAKED";
+    case RELO_SLICE_STATE_COUNT: break;
+    }
+    return "UNKNOWN";
+}
+
+static bool slab_grow(relo_slice_slab *slab)
+{
+    if (slab->chunk_count == slab->chunk_cap) {
+        uint32_t cap = slab->chunk_cap ? slab->chunk_cap * 2 : 16;
+        void **chunks = relo__realloc(slab->chunks, cap * sizeof *chunks);
+        if (!chunks) return false;
+        slab->chunks = chunks;
+        slab->chunk_cap = cap;
+    }
+    relo_slice *chunk = relo__malloc(SLAB_CHUNK * sizeof *chunk);
+    if (!chunk) return false;
+    slab->chunks[slab->chunk_count++] = chunk;
+    for (uint32_t i = 0; i < SLAB_CHUNK; i++) {
+        chunk[i].left = slab->free;
+        slab->free = &chunk[i];
+    }
+    return true;
+}
+
+relo_slice *relo__slice_new(relo_slice_slab *slab)
+{
+    if (!slab->free && !slab_grow(slab)) return NULL;
+    relo_slice *s = slab->free;
+    slab->free = s->left;
+    memset(s, 0, sizeof *s);
+    /* xorshift32: treap priorities only need to look random. */
+    uint32_t x = slab->rng ? slab->rng : 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    slab->rng = x;
+    s->priority = x;
+    return s;
+}
+
+void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice)
+{
+    slice->left = slab->free;
+    slice->page = NULL;
+    slab->free = slice;
+}
+
+void relo__slab_destroy(relo_slice_slab *slab)
+{
+    for (uint32_t i = 0; i < slab->chunk_count; i++) relo__free(slab->chunks[i]);
+    relo__free(slab->chunks);
+    memset(slab, 0, sizeof *slab);
+}

@@ -1,0 +1,91 @@
+/*
+ * page.h — pages (one backend buffer each) and slices (contiguous ranges of
+ * a page). All bookkeeping lives here, out of band: nothing is ever written
+ * into device memory.
+ *
+ * Every page keeps its slices in an address-ordered doubly linked list that
+ * covers the page exactly, so a freed slice finds its neighbours in O(1).
+ * Free slices of a sliced page also sit in their pool's free tree (free_tree.h)
+ * unless the page is guarded. Slice nodes come from a per-device slab so the
+ * hot path calls malloc rarely and release never allocates.
+ *
+ * Protected by: the device lock, for every field.
+ */
+#ifndef RELO_PAGE_H
+#define RELO_PAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "relo.h"
+#include "util.h"
+
+struct relo_pool;
+struct relo_device;
+
+/** What a slice holds. */
+typedef enum relo_slice_state {
+    RELO_SLICE_FREE = 0,  /* room; in the free tree unless its page is guarded */
+    RELO_SLICE_LIVE,      /* an allocation: slot names its handle */
+    RELO_SLICE_TARGET,    /* reserved by a relocation plan, not yet committed */
+    RELO_SLICE_LEAKED,    /* a copy's outcome is unknown: never reused */
+    RELO_SLICE_STATE_COUNT
+} relo_slice_state;
+
+const char *relo__slice_state_name(relo_slice_state state);
+
+typedef struct relo_slice {
+    uint64_t offset;            /* from the start of the page */
+    uint64_t length;            /* bytes of the page it covers (size + padding) */
+    uint64_t size;              /* requested bytes; 0 for free slices */
+    struct relo_page *page;
+    struct relo_slice *prev;    /* address order within the page */
+    struct relo_slice *next;
+    struct relo_slice *left;    /* free tree (free slices) or slab free list (left) */
+    struct relo_slice *right;
+    uint64_t max_length;        /* free tree: largest length in this subtree */
+    uint32_t priority;          /* free tree: heap priority */
+    uint32_t slot;              /* handle slot index of a LIVE slice */
+    uint8_t state;              /* relo_slice_state */
+    bool leak_on_free;          /* a copy from here had an unknown outcome */
+} relo_slice;
+
+typedef struct relo_page {
+    void *buffer;               /* the backend's buffer */
+    uint64_t address;           /* device address, 0 if none */
+    uint64_t size;              /* bytes of the buffer */
+    uint64_t order;             /* creation order in the device: lower = preferred */
+    struct relo_pool *pool;
+    uint32_t index;             /* position in pool->pages */
+    uint32_t occupied;          /* slices that are not FREE */
+    uint64_t occupied_bytes;    /* their lengths */
+    uint32_t guards;            /* sealed graphs using this page */
+    uint32_t touch_stamp;       /* capture epoch that last touched it */
+    uint32_t suspicion;         /* exclusive pools: how unused it looks */
+    bool pending;               /* queued on the device's release list */
+    bool on_free_list;          /* exclusive/persistent: in pool->free_pages */
+    struct relo_page *pending_next;
+    struct relo_page *free_prev; /* exclusive/persistent: pool's free pages */
+    struct relo_page *free_next;
+    relo_slice *first;          /* lowest-address slice */
+} relo_page;
+
+/** A slab of slice nodes, so that slice churn seldom reaches malloc. */
+typedef struct relo_slice_slab {
+    relo_slice *free;           /* free nodes, linked through left */
+    void **chunks;              /* every chunk allocated, for destroy */
+    uint32_t chunk_count, chunk_cap;
+    uint32_t rng;               /* priorities for the free trees */
+} relo_slice_slab;
+
+/** Takes a node (zeroed, with a fresh priority). NULL: host memory ran out. */
+relo_slice *relo__slice_new(relo_slice_slab *slab);
+/** Returns a node to the slab. Never fails, never allocates. */
+void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice);
+/** Frees every chunk. */
+void relo__slab_destroy(relo_slice_slab *slab);
+
+/** True while a slice holds bytes someone needs (LIVE, TARGET or LEAKED). */
+static inline bool relo__slice_occupied(const relo_slice *s) { return s->state != RELO_SLICE_FREE; }
+
+#endif /* RELO_PAGE_H */

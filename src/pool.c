@@ -1,0 +1,394 @@
+/*
+ * pool.c — the parts every pool kind shares: taking pages from and giving
+ * them back to the backend, the accounting of slices, guards, and the
+ * pool's invariant checker. Accounting changes only here, so the stats add
+ * up by construction; relo__pool_check verifies they do.
+ */
+#include "pool.h"
+
+#include <string.h>
+
+#include "device.h"
+#include "free_tree.h"
+#include "hostmem.h"
+
+const char *relo__pool_kind_name(relo_pool_kind kind)
+{
+    switch (kind) {
+    case RELO_POOL_SLICED: return "sliced";
+    case RELO_POOL_EXCLUSIVE: return "exclusive";
+    case RELO_POOL_PERSISTENT: return "persistent";
+    case RELO_POOL_DEDICATED: return "dedicated";
+    case RELO_POOL_KIND_COUNT: break;
+    }
+    return "unknown";
+}
+
+void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name,
+                     struct relo_stream *stream, uint64_t page_size)
+{
+    memset(pool, 0, sizeof *pool);
+    pool->kind = kind;
+    pool->name = name;
+    pool->stream = stream;
+    pool->page_size = page_size;
+    pool->slot = -1;
+}
+
+static void add_reserved(relo_pool *pool, uint64_t size)
+{
+    struct relo_stream *s = pool->stream;
+    relo_device *d = s->device;
+    pool->bytes_reserved += size;
+    s->bytes_reserved += size;
+    if (s->bytes_reserved > s->peak_bytes_reserved) s->peak_bytes_reserved = s->bytes_reserved;
+    d->bytes_reserved += size;
+    if (d->bytes_reserved > d->peak_bytes_reserved) d->peak_bytes_reserved = d->bytes_reserved;
+}
+
+relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
+{
+    struct relo_stream *s = pool->stream;
+    relo_device *d = s->device;
+    if (pool->page_count == pool->page_cap) {
+        uint32_t cap = pool->page_cap ? pool->page_cap * 2 : 4;
+        relo_page **pages = relo__realloc(pool->pages, cap * sizeof *pages);
+        if (!pages) return RELO_ERR_HOST_MEMORY;
+        pool->pages = pages;
+        pool->page_cap = cap;
+    }
+    relo_page *page = relo__calloc(sizeof *page);
+    if (!page) return RELO_ERR_HOST_MEMORY;
+    relo_slice *whole = relo__slice_new(&d->slab);
+    if (!whole) {
+        relo__free(page);
+        return RELO_ERR_HOST_MEMORY;
+    }
+    void *buffer = NULL;
+    uint64_t address = 0;
+    relo_status st = d->backend->ops.alloc(d->backend->ctx, size, &buffer, &address);
+    if (st != RELO_OK || !buffer) {
+        relo__slice_delete(&d->slab, whole);
+        relo__free(page);
+        return st != RELO_OK ? st : RELO_ERR_BACKEND;
+    }
+    page->buffer = buffer;
+    page->address = address;
+    page->size = size;
+    page->order = relo__device_next_order(d);
+    page->pool = pool;
+    page->index = pool->page_count;
+    page->suspicion = 4;
+    pool->pages[pool->page_count++] = page;
+
+    whole->page = page;
+    whole->offset = 0;
+    whole->length = size;
+    whole->state = RELO_SLICE_FREE;
+    page->first = whole;
+    if (pool->kind == RELO_POOL_SLICED) relo__free_tree_insert(&pool->free_root, whole);
+
+    add_reserved(pool, size);
+    s->counters.backend_allocs++;
+    d->counters.backend_allocs++;
+    *out = page;
+    return RELO_OK;
+}
+
+void relo__pool_page_release(relo_pool *pool, relo_page *page)
+{
+    struct relo_stream *s = pool->stream;
+    relo_device *d = s->device;
+    RELO_ASSERT(page->occupied == 0 && page->guards == 0 && !page->pending);
+    if (page->on_free_list) relo__pool_free_page_remove(pool, page);
+    relo_slice *sl = page->first;
+    while (sl) {
+        relo_slice *next = sl->next;
+        if (pool->kind == RELO_POOL_SLICED) relo__free_tree_remove(&pool->free_root, sl);
+        relo__slice_delete(&d->slab, sl);
+        sl = next;
+    }
+    d->backend->ops.free(d->backend->ctx, page->buffer, page->size);
+
+    uint32_t i = page->index;
+    pool->pages[i] = pool->pages[--pool->page_count];
+    pool->pages[i]->index = i;
+    pool->bytes_reserved -= page->size;
+    s->bytes_reserved -= page->size;
+    d->bytes_reserved -= page->size;
+    s->counters.backend_frees++;
+    d->counters.backend_frees++;
+    s->counters.pages_released++;
+    d->counters.pages_released++;
+    relo__free(page);
+}
+
+uint32_t relo__pool_release_empty(relo_pool *pool)
+{
+    uint32_t released = 0;
+    for (uint32_t i = pool->page_count; i-- > 0;) {
+        relo_page *p = pool->pages[i];
+        if (p->occupied == 0 && p->guards == 0 && !p->pending) {
+            relo__pool_page_release(pool, p);
+            released++;
+        }
+    }
+    return released;
+}
+
+void relo__pool_destroy(relo_pool *pool)
+{
+    relo_device *d = pool->stream->device;
+    while (pool->page_count) {
+        relo_page *p = pool->pages[pool->page_count - 1];
+        /* Leaked slices and guards die with the device or stream: nothing
+         * can reach them any more. Removing a slice that is not in the free
+         * tree is harmless, so every slice is simply marked free. */
+        for (relo_slice *sl = p->first; sl; sl = sl->next) {
+            if (sl->state == RELO_SLICE_LIVE) {
+                pool->allocations--;
+                pool->bytes_in_use -= sl->size;
+                pool->bytes_padding -= sl->length - sl->size;
+            }
+            sl->state = RELO_SLICE_FREE;
+        }
+        if (p->guards) pool->guarded_pages--;
+        p->guards = 0;
+        p->occupied = 0;
+        p->occupied_bytes = 0;
+        if (p->pending) {
+            relo_page **pp = &d->pending;
+            while (*pp && *pp != p) pp = &(*pp)->pending_next;
+            if (*pp) *pp = p->pending_next;
+            p->pending = false;
+        }
+        relo__pool_page_release(pool, p);
+    }
+    relo__free(pool->pages);
+    pool->pages = NULL;
+    pool->page_cap = 0;
+    pool->free_root = NULL;
+    pool->free_pages = NULL;
+}
+
+void relo__pool_slice_take(relo_pool *pool, relo_slice *slice, uint64_t size, uint32_t slot,
+                           relo_slice_state state)
+{
+    relo_page *page = slice->page;
+    RELO_ASSERT(slice->state == RELO_SLICE_FREE);
+    slice->state = (uint8_t)state;
+    slice->size = size;
+    slice->slot = slot;
+    slice->leak_on_free = false;
+    page->occupied++;
+    page->occupied_bytes += slice->length;
+    if (page->on_free_list) relo__pool_free_page_remove(pool, page);
+    if (state == RELO_SLICE_LIVE) {
+        pool->allocations++;
+        pool->bytes_in_use += size;
+        pool->bytes_padding += slice->length - size;
+    }
+}
+
+/* Merges a FREE slice with FREE neighbours (sliced pools). */
+static relo_slice *merge_neighbours(relo_pool *pool, relo_slice *sl)
+{
+    relo_slice_slab *slab = &pool->stream->device->slab;
+    bool in_tree = sl->page->guards == 0;
+    relo_slice *prev = sl->prev, *next = sl->next;
+    if (prev && prev->state == RELO_SLICE_FREE) {
+        if (in_tree) relo__free_tree_remove(&pool->free_root, prev);
+        prev->length += sl->length;
+        prev->next = next;
+        if (next) next->prev = prev;
+        relo__slice_delete(slab, sl);
+        sl = prev;
+    }
+    if (next && next->state == RELO_SLICE_FREE) {
+        if (in_tree) relo__free_tree_remove(&pool->free_root, next);
+        sl->length += next->length;
+        sl->next = next->next;
+        if (next->next) next->next->prev = sl;
+        relo__slice_delete(slab, next);
+    }
+    return sl;
+}
+
+void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
+{
+    relo_page *page = slice->page;
+    relo_device *d = pool->stream->device;
+    if (slice->state == RELO_SLICE_LIVE) {
+        pool->allocations--;
+        pool->bytes_in_use -= slice->size;
+        pool->bytes_padding -= slice->length - slice->size;
+    }
+    if (slice->leak_on_free) {
+        /* A copy from here may still be running: never hand this range out. */
+        slice->state = RELO_SLICE_LEAKED;
+        slice->slot = 0;
+        pool->stream->counters.bytes_leaked += slice->length;
+        d->counters.bytes_leaked += slice->length;
+        return;
+    }
+    slice->state = RELO_SLICE_FREE;
+    slice->size = 0;
+    slice->slot = 0;
+    page->occupied--;
+    page->occupied_bytes -= slice->length;
+
+    switch (pool->kind) {
+    case RELO_POOL_SLICED:
+        slice = merge_neighbours(pool, slice);
+        if (page->guards == 0) relo__free_tree_insert(&pool->free_root, slice);
+        if (page->occupied == 0 && page->guards == 0 && pool->outdated)
+            relo__device_queue_release(d, page);
+        break;
+    case RELO_POOL_EXCLUSIVE:
+    case RELO_POOL_PERSISTENT:
+        /* The page is whole again; reuse decides its fate. */
+        slice->length = page->size;
+        relo__pool_free_page_push(pool, page);
+        break;
+    case RELO_POOL_DEDICATED:
+        if (page->guards == 0) relo__device_queue_release(d, page);
+        break;
+    case RELO_POOL_KIND_COUNT:
+        break;
+    }
+}
+
+void relo__pool_page_guard(relo_pool *pool, relo_page *page)
+{
+    if (page->guards++ > 0) return;
+    pool->guarded_pages++;
+    if (pool->kind == RELO_POOL_SLICED) {
+        for (relo_slice *sl = page->first; sl; sl = sl->next)
+            if (sl->state == RELO_SLICE_FREE) relo__free_tree_remove(&pool->free_root, sl);
+    }
+}
+
+void relo__pool_page_unguard(relo_pool *pool, relo_page *page)
+{
+    RELO_ASSERT(page->guards > 0);
+    if (--page->guards > 0) return;
+    pool->guarded_pages--;
+    relo_device *d = pool->stream->device;
+    if (pool->kind == RELO_POOL_SLICED) {
+        for (relo_slice *sl = page->first; sl; sl = sl->next)
+            if (sl->state == RELO_SLICE_FREE) relo__free_tree_insert(&pool->free_root, sl);
+        if (page->occupied == 0 && pool->outdated) relo__device_queue_release(d, page);
+    } else if (pool->kind == RELO_POOL_DEDICATED && page->occupied == 0) {
+        relo__device_queue_release(d, page);
+    }
+}
+
+void relo__pool_free_page_push(relo_pool *pool, relo_page *page)
+{
+    if (page->on_free_list) return;
+    page->on_free_list = true;
+    page->free_prev = NULL;
+    page->free_next = pool->free_pages;
+    if (pool->free_pages) pool->free_pages->free_prev = page;
+    pool->free_pages = page;
+}
+
+void relo__pool_free_page_remove(relo_pool *pool, relo_page *page)
+{
+    if (!page->on_free_list) return;
+    if (page->free_prev)
+        page->free_prev->free_next = page->free_next;
+    else
+        pool->free_pages = page->free_next;
+    if (page->free_next) page->free_next->free_prev = page->free_prev;
+    page->free_prev = page->free_next = NULL;
+    page->on_free_list = false;
+}
+
+bool relo__pool_check(const relo_pool *pool, const char **why)
+{
+#define FAIL(msg)                                                              \
+    do {                                                                       \
+        *why = msg;                                                            \
+        return false;                                                          \
+    } while (0)
+    uint64_t allocations = 0, in_use = 0, padding = 0, reserved = 0, guarded = 0, free_slices = 0;
+    relo_device *d = pool->stream->device;
+    for (uint32_t i = 0; i < pool->page_count; i++) {
+        const relo_page *p = pool->pages[i];
+        if (p->index != i) FAIL("page index does not match its position");
+        if (p->pool != pool) FAIL("page names another pool");
+        reserved += p->size;
+        if (p->guards) guarded++;
+        uint64_t end = 0, occupied = 0, occupied_bytes = 0;
+        const relo_slice *prev = NULL;
+        for (const relo_slice *sl = p->first; sl; prev = sl, sl = sl->next) {
+            if (sl->page != p) FAIL("slice names another page");
+            if (sl->prev != prev) FAIL("slice list links are broken");
+            if (sl->offset != end) FAIL("slices leave a gap or overlap");
+            if (pool->kind == RELO_POOL_SLICED && sl->offset % d->alignment)
+                FAIL("slice offset is not aligned");
+            end = sl->offset + sl->length;
+            if (sl->state == RELO_SLICE_FREE) {
+                if (pool->kind == RELO_POOL_SLICED) {
+                    if (prev && prev->state == RELO_SLICE_FREE) FAIL("two free neighbours not merged");
+                    if (!p->guards) free_slices++;
+                }
+                continue;
+            }
+            occupied++;
+            occupied_bytes += sl->length;
+            if (sl->state == RELO_SLICE_LIVE) {
+                allocations++;
+                in_use += sl->size;
+                if (sl->size > sl->length) FAIL("slice shorter than its size");
+                padding += sl->length - sl->size;
+                if (sl->slot >= d->handles.count) FAIL("live slice names no slot");
+                const relo_slot *slot = &d->handles.slots[sl->slot];
+                if (slot->refcount == 0 || slot->slice != sl) FAIL("slot does not point back at its slice");
+            }
+        }
+        if (pool->kind == RELO_POOL_SLICED || p->occupied == 0) {
+            if (end != p->size) FAIL("slices do not cover the page");
+        } else if (end > p->size) {
+            FAIL("slice runs past its page");
+        }
+        if (occupied != p->occupied || occupied_bytes != p->occupied_bytes)
+            FAIL("page occupancy counters are wrong");
+        if (pool->outdated && pool->kind == RELO_POOL_SLICED && p->occupied == 0 && !p->guards &&
+            !p->pending && d->recording == 0)
+            FAIL("empty outdated page is not queued for release");
+    }
+    if (allocations != pool->allocations || in_use != pool->bytes_in_use ||
+        padding != pool->bytes_padding)
+        FAIL("pool allocation accounting is wrong");
+    if (reserved != pool->bytes_reserved) FAIL("pool reserved bytes differ from its pages");
+    if (guarded != pool->guarded_pages) FAIL("pool guarded page count is wrong");
+    if (pool->kind == RELO_POOL_SLICED) {
+        uint64_t in_tree = 0;
+        if (!relo__free_tree_check(pool->free_root, &in_tree)) FAIL("free tree is malformed");
+        if (in_tree != free_slices) FAIL("free tree does not hold exactly the free slices");
+    }
+    return true;
+#undef FAIL
+}
+
+void relo__pool_slice_promote(relo_pool *pool, relo_slice *slice, uint64_t size, uint32_t slot)
+{
+    RELO_ASSERT(slice->state == RELO_SLICE_TARGET);
+    slice->state = RELO_SLICE_LIVE;
+    slice->size = size;
+    slice->slot = slot;
+    pool->allocations++;
+    pool->bytes_in_use += size;
+    pool->bytes_padding += slice->length - size;
+}
+
+void relo__pool_slice_leak(relo_pool *pool, relo_slice *slice)
+{
+    RELO_ASSERT(slice->state == RELO_SLICE_TARGET);
+    slice->state = RELO_SLICE_LEAKED;
+    slice->slot = 0;
+    pool->stream->counters.bytes_leaked += slice->length;
+    pool->stream->device->counters.bytes_leaked += slice->length;
+}

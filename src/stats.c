@@ -1,0 +1,145 @@
+/*
+ * stats.c — relo_stats from pool gauges and event counters, the text and
+ * JSON writers, and relo_device_report_json. All of them walk the same
+ * X-macro list from relo.h.
+ */
+#include "stats.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "device.h"
+
+static void add_pool(const relo_pool *p, relo_stats *out)
+{
+    out->allocations += p->allocations;
+    out->bytes_in_use += p->bytes_in_use;
+    out->bytes_padding += p->bytes_padding;
+    out->bytes_reserved += p->bytes_reserved;
+    out->pages += p->page_count;
+    out->guarded_pages += p->guarded_pages;
+    if (p->outdated) {
+        out->outdated_pages += p->page_count;
+        out->bytes_outdated += p->bytes_reserved;
+    }
+}
+
+static void add_gauges(const struct relo_stream *s, relo_stats *out)
+{
+    uint32_t n = relo__stream_pool_slots(s);
+    for (uint32_t i = 0; i < n; i++) {
+        const relo_pool *p = relo__stream_pool_at(s, i);
+        if (p) add_pool(p, out);
+    }
+}
+
+static void set_counters(const relo_counters *c, relo_stats *out)
+{
+#define RELO_X_(name) out->name = c->name;
+    RELO_COUNTER_LIST(RELO_X_)
+#undef RELO_X_
+}
+
+void relo__stream_stats(const struct relo_stream *s, relo_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->size = (uint32_t)sizeof *out;
+    out->version = RELO_STATS_VERSION;
+    add_gauges(s, out);
+    set_counters(&s->counters, out);
+    out->peak_bytes_reserved = s->peak_bytes_reserved;
+}
+
+void relo__device_stats(const struct relo_device *d, relo_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->size = (uint32_t)sizeof *out;
+    out->version = RELO_STATS_VERSION;
+    for (uint32_t i = 0; i < d->stream_count; i++) add_gauges(d->streams[i], out);
+    set_counters(&d->counters, out);
+    out->peak_bytes_reserved = d->peak_bytes_reserved;
+}
+
+relo_status relo_device_stats(relo_device *device, relo_stats *out)
+{
+    if (!device || !out) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(device);
+    relo__device_stats(device, out);
+    relo__device_unlock(device);
+    return RELO_OK;
+}
+
+relo_status relo_stream_stats(relo_stream *stream, relo_stats *out)
+{
+    if (!stream || !out) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(stream->device);
+    relo__stream_stats(stream, out);
+    relo__device_unlock(stream->device);
+    return RELO_OK;
+}
+
+relo_status relo_stats_print(const relo_stats *stats, FILE *f)
+{
+    if (!stats || !f) return RELO_ERR_INVALID_ARGUMENT;
+#define RELO_X_(name, text) fprintf(f, "%-22s %20" PRIu64 "  %s\n", #name ":", stats->name, text);
+    RELO_STATS_LIST(RELO_X_)
+#undef RELO_X_
+    return ferror(f) ? RELO_ERR_BACKEND : RELO_OK;
+}
+
+void relo__stats_json(const relo_stats *stats, FILE *f)
+{
+    const char *sep = "";
+    fputc('{', f);
+#define RELO_X_(name, text)                                                    \
+    fprintf(f, "%s\"%s\": %" PRIu64, sep, #name, stats->name);                 \
+    sep = ", ";
+    RELO_STATS_LIST(RELO_X_)
+#undef RELO_X_
+    fputc('}', f);
+}
+
+static void pool_json(const relo_pool *p, FILE *f)
+{
+    uint64_t outdated = p->outdated ? p->page_count : 0;
+    fprintf(f,
+            "{\"name\": \"%s\", \"kind\": \"%s\", \"slot\": %d, \"page_size\": %" PRIu64
+            ", \"pages\": %" PRIu32 ", \"outdated\": %s, \"outdated_pages\": %" PRIu64
+            ", \"guarded_pages\": %" PRIu64 ", \"allocations\": %" PRIu64 ", \"bytes_in_use\": %" PRIu64
+            ", \"bytes_padding\": %" PRIu64 ", \"bytes_reserved\": %" PRIu64 "}",
+            p->name, relo__pool_kind_name(p->kind), p->slot, p->page_size, p->page_count,
+            p->outdated ? "true" : "false", outdated, p->guarded_pages, p->allocations, p->bytes_in_use,
+            p->bytes_padding, p->bytes_reserved);
+}
+
+relo_status relo_device_report_json(relo_device *device, FILE *f)
+{
+    if (!device || !f) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(device);
+    relo_stats st;
+    relo__device_stats(device, &st);
+    fputs("{\"version\": \"" RELO_VERSION_STRING "\", \"stats\": ", f);
+    relo__stats_json(&st, f);
+    fprintf(f, ", \"capacity\": %" PRIu64 ", \"alignment\": %" PRIu64 ", \"max_page_size\": %" PRIu64,
+            device->capacity, device->alignment, device->max_page);
+    fputs(", \"streams\": [", f);
+    for (uint32_t i = 0; i < device->stream_count; i++) {
+        const struct relo_stream *s = device->streams[i];
+        relo_stats ss;
+        relo__stream_stats(s, &ss);
+        fprintf(f, "%s{\"index\": %" PRIu32 ", \"stats\": ", i ? ", " : "", i);
+        relo__stats_json(&ss, f);
+        fprintf(f, ", \"arena_page_size\": %" PRIu64 ", \"pools\": [", s->arena.page_size);
+        uint32_t n = relo__stream_pool_slots(s), k = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            const relo_pool *p = relo__stream_pool_at(s, j);
+            if (!p) continue;
+            if (k++) fputs(", ", f);
+            pool_json(p, f);
+        }
+        fputs("]}", f);
+    }
+    fputs("]}\n", f);
+    relo__device_unlock(device);
+    return ferror(f) ? RELO_ERR_BACKEND : RELO_OK;
+}

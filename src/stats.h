@@ -1,0 +1,39 @@
+/*
+ * stats.h — event counters kept per stream and per device, and the
+ * functions that fill relo_stats and write reports from one X-macro list
+ * (RELO_STATS_LIST in relo.h), so the struct, the text and the JSON cannot
+ * drift apart.
+ */
+#ifndef RELO_STATS_H
+#define RELO_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "relo.h"
+
+/* Counters of events (monotonic). Gauges are summed from the pools. */
+#define RELO_COUNTER_LIST(X)                                                   \
+    X(relocations) X(relocations_abandoned) X(allocations_moved) X(bytes_moved) \
+    X(bytes_leaked) X(pages_released) X(backend_allocs) X(backend_frees)
+
+typedef struct relo_counters {
+#define RELO_X_(name) uint64_t name;
+    RELO_COUNTER_LIST(RELO_X_)
+#undef RELO_X_
+} relo_counters;
+
+struct relo_stream;
+struct relo_device;
+
+/** Fills out for one stream (gauges from its pools, its counters). */
+void relo__stream_stats(const struct relo_stream *stream, relo_stats *out);
+
+/** Fills out for the device: gauges summed over streams, the device's own
+ *  counters (which outlive destroyed streams) and peak. */
+void relo__device_stats(const struct relo_device *device, relo_stats *out);
+
+/** Writes stats as a JSON object (no trailing newline). */
+void relo__stats_json(const relo_stats *stats, FILE *f);
+
+#endif /* RELO_STATS_H */

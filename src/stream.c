@@ -1,0 +1,229 @@
+/*
+ * stream.c — one stream's memory: pool setup for the device's layout, mode
+ * windows, and the reservation path with its cleanup, relocation and retry
+ * rules (design §3.5, §5, §6.4). The public calls that wrap these live in
+ * device.c.
+ */
+#include "stream.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "dedicated_pool.h"
+#include "device.h"
+#include "exclusive_pool.h"
+#include "hostmem.h"
+#include "persistent_pool.h"
+#include "relocation.h"
+#include "sliced_pool.h"
+
+#define EXCLUSIVE_MIN_BUCKET (32 * RELO_KiB)
+
+static void init_buckets(struct relo_stream *s)
+{
+    relo_device *d = s->device;
+    uint64_t lo = EXCLUSIVE_MIN_BUCKET, hi = d->max_page;
+    uint64_t last = 0;
+    s->bucket_count = 0;
+    for (uint32_t i = 0; i < RELO_BUCKETS; i++) {
+        /* Evenly spaced in log scale from 32 KiB to the max page. */
+        double t = (double)i / (double)(RELO_BUCKETS - 1);
+        double v = hi > lo ? (double)lo * pow((double)hi / (double)lo, t) : (double)hi;
+        uint64_t size = (uint64_t)llround(v);
+        if (i == RELO_BUCKETS - 1 || size > hi) size = hi;
+        if (!relo__round_up(size, d->alignment, &size) || size > d->max_page) size = d->max_page;
+        if (size == last) continue;
+        last = size;
+        relo__exclusive_init(&s->buckets[s->bucket_count++], s, "bucket", size, true);
+    }
+}
+
+void relo__stream_init(struct relo_stream *s, relo_device *d, void *backend_stream)
+{
+    memset(s, 0, sizeof *s);
+    s->device = d;
+    s->backend_stream = backend_stream;
+    relo__pool_init(&s->persistent, RELO_POOL_PERSISTENT, "persistent", s, 0);
+    relo__pool_init(&s->dedicated, RELO_POOL_DEDICATED, "dedicated", s, 0);
+    relo__exclusive_init(&s->tiny, s, "tiny", d->alignment, false);
+    uint64_t small_page = relo__round_down(relo__min(RELO_SMALL_PAGE, d->max_page), d->alignment);
+    relo__pool_init(&s->small, RELO_POOL_SLICED, "small", s, small_page);
+    relo__arena_init(&s->arena, d->alignment, d->max_page);
+    if (d->desc.layout == RELO_LAYOUT_EXCLUSIVE) init_buckets(s);
+}
+
+uint32_t relo__stream_pool_slots(const struct relo_stream *s)
+{
+    return 4u + RELO_ARENA_SLOTS + s->bucket_count;
+}
+
+relo_pool *relo__stream_pool_at(const struct relo_stream *s, uint32_t i)
+{
+    struct relo_stream *m = (struct relo_stream *)s;
+    switch (i) {
+    case 0: return &m->persistent;
+    case 1: return &m->dedicated;
+    case 2: return &m->tiny;
+    case 3: return &m->small;
+    default: break;
+    }
+    i -= 4;
+    if (i < RELO_ARENA_SLOTS) return m->arena.slots[i];
+    i -= RELO_ARENA_SLOTS;
+    return i < s->bucket_count ? &m->buckets[i] : NULL;
+}
+
+void relo__stream_each_pool(struct relo_stream *s, void (*fn)(relo_pool *, void *), void *user)
+{
+    uint32_t n = relo__stream_pool_slots(s);
+    for (uint32_t i = 0; i < n; i++) {
+        relo_pool *p = relo__stream_pool_at(s, i);
+        if (p) fn(p, user);
+    }
+}
+
+uint64_t relo__stream_allocations(const struct relo_stream *s)
+{
+    uint64_t n = 0;
+    uint32_t slots = relo__stream_pool_slots(s);
+    for (uint32_t i = 0; i < slots; i++) {
+        const relo_pool *p = relo__stream_pool_at(s, i);
+        if (p) n += p->allocations;
+    }
+    return n;
+}
+
+uint64_t relo__stream_guarded_pages(const struct relo_stream *s)
+{
+    uint64_t n = 0;
+    uint32_t slots = relo__stream_pool_slots(s);
+    for (uint32_t i = 0; i < slots; i++) {
+        const relo_pool *p = relo__stream_pool_at(s, i);
+        if (p) n += p->guarded_pages;
+    }
+    return n;
+}
+
+void relo__stream_free_pages(struct relo_stream *s)
+{
+    uint32_t slots = relo__stream_pool_slots(s);
+    for (uint32_t i = 0; i < slots; i++) {
+        relo_pool *p = relo__stream_pool_at(s, i);
+        if (p && (i < 4 || i >= 4 + RELO_ARENA_SLOTS)) relo__pool_destroy(p);
+    }
+    relo__arena_destroy(&s->arena);
+}
+
+static relo_mode effective_mode(const struct relo_stream *s)
+{
+    return s->mode_depth ? (relo_mode)s->modes[s->mode_depth - 1] : RELO_MODE_AUTO;
+}
+
+/* EXCLUSIVE layout: the smallest bucket with a free page that fits, else a
+ * new page in the smallest bucket that accepts the size. */
+static relo_status reserve_buckets(struct relo_stream *s, uint64_t size, uint32_t slot,
+                                   bool allow_new_page, relo_slice **out)
+{
+    relo_pool *accept = NULL;
+    for (uint32_t i = 0; i < s->bucket_count; i++) {
+        relo_pool *b = &s->buckets[i];
+        if (size > b->page_size) continue;
+        if (!accept) accept = b;
+        if (relo__exclusive_has_fit(b, size)) return relo__exclusive_reserve(b, size, slot, false, out);
+    }
+    if (!accept) return RELO_ERR_BUFFER_TOO_BIG;
+    return relo__exclusive_reserve(accept, size, slot, allow_new_page, out);
+}
+
+/* Runs the suspicion rule of an exclusive pool when its period comes up. */
+static void exclusive_periodic(relo_pool *pool)
+{
+    if (!pool->periodic_release || pool->stream->device->recording) return;
+    if (pool->check_every && pool->reservations % pool->check_every == 0)
+        relo__exclusive_check(pool);
+}
+
+/* Routes one reservation to its pool (design §3.6, routing order). */
+static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, relo_slice **out)
+{
+    relo_device *d = s->device;
+    bool allow = s->capture.state != RELO_CAPTURE_RECORDING;
+    switch (effective_mode(s)) {
+    case RELO_MODE_DEDICATED:
+        return relo__dedicated_reserve(&s->dedicated, size, slot, allow, out);
+    case RELO_MODE_PERSISTENT:
+        return relo__persistent_reserve(&s->persistent, size, slot, allow, out);
+    case RELO_MODE_AUTO:
+    case RELO_MODE_COUNT:
+        break;
+    }
+    if (size == 0) return relo__exclusive_reserve(&s->tiny, 0, slot, allow, out);
+    if (d->desc.layout == RELO_LAYOUT_EXCLUSIVE) {
+        relo_status st = reserve_buckets(s, size, slot, allow, out);
+        if (st == RELO_OK) exclusive_periodic((*out)->page->pool);
+        return st;
+    }
+    uint64_t padded;
+    if (relo__round_up(size, d->alignment, &padded) && padded <= RELO_SMALL_MAX &&
+        padded <= s->small.page_size)
+        return relo__sliced_reserve(&s->small, size, slot, RELO_SLICE_LIVE, allow, out);
+    return relo__arena_reserve(&s->arena, s, size, slot, allow, out);
+}
+
+relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_handle *out)
+{
+    relo_device *d = s->device;
+    relo__device_cleanup_periodic(d);
+    if (effective_mode(s) == RELO_MODE_AUTO && size > 0) relo__relocate_when_wanted(s);
+
+    uint32_t slot;
+    relo_status st = relo__handle_alloc(&d->handles, &slot);
+    if (st != RELO_OK) return st;
+    relo_slice *slice = NULL;
+    st = route(s, size, slot, &slice);
+    if (st == RELO_ERR_OUT_OF_MEMORY && d->recording == 0) {
+        /* The device refused: give back what nothing needs, then once more. */
+        relo__device_cleanup_explicit(d);
+        st = route(s, size, slot, &slice);
+    } else if (st == RELO_ERR_PAGE_SIZES_EXHAUSTED) {
+        relo__relocate(d, s, RELO_REASON_ARENA_FULL);
+        relo__device_cleanup_periodic(d);
+        st = route(s, size, slot, &slice);
+    }
+    if (st != RELO_OK) {
+        relo__handle_free(&d->handles, slot);
+        if (st == RELO_ERR_PAGE_UPDATE_FORBIDDEN && s->capture.state == RELO_CAPTURE_RECORDING &&
+            s->capture.doom == RELO_OK)
+            s->capture.doom = st;
+        return st;
+    }
+    d->handles.slots[slot].slice = slice;
+    *out = relo__handle_of(&d->handles, slot);
+    return RELO_OK;
+}
+
+relo_status relo_mode_push(relo_stream *stream, relo_mode mode)
+{
+    if (!stream || (unsigned)mode >= RELO_MODE_COUNT) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(stream->device);
+    relo_status st = RELO_ERR_INVALID_ARGUMENT;
+    if (stream->mode_depth < RELO_MODE_DEPTH) {
+        stream->modes[stream->mode_depth++] = (uint8_t)mode;
+        st = RELO_OK;
+    }
+    relo__device_unlock(stream->device);
+    return st;
+}
+
+relo_status relo_mode_pop(relo_stream *stream)
+{
+    if (!stream) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(stream->device);
+    relo_status st = RELO_ERR_INVALID_ARGUMENT;
+    if (stream->mode_depth > 0) {
+        stream->mode_depth--;
+        st = RELO_OK;
+    }
+    relo__device_unlock(stream->device);
+    return st;
+}

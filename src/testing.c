@@ -1,0 +1,77 @@
+/*
+ * testing.c — the internal queries and hooks of testing.h, for relo's own
+ * tests, benchmarks and fuzzers.
+ */
+#include "testing.h"
+
+#include "device.h"
+#include "relocation.h"
+#include "trigger.h"
+
+relo_reason relo__testing_trigger(relo_stream *stream)
+{
+    relo__device_lock(stream->device);
+    relo_reason r = relo__trigger(stream);
+    relo__device_unlock(stream->device);
+    return r;
+}
+
+uint64_t relo__testing_held_sums(relo_device *device)
+{
+    relo__device_lock(device);
+    uint64_t n = device->held_sums;
+    relo__device_unlock(device);
+    return n;
+}
+
+uint64_t relo__testing_page_size(relo_stream *stream)
+{
+    relo__device_lock(stream->device);
+    const relo_pool *p = relo__arena_current(&stream->arena);
+    uint64_t size = p ? p->page_size : 0;
+    relo__device_unlock(stream->device);
+    return size;
+}
+
+uint32_t relo__testing_arena_pools(relo_stream *stream)
+{
+    relo__device_lock(stream->device);
+    uint32_t n = stream->arena.pool_count;
+    relo__device_unlock(stream->device);
+    return n;
+}
+
+relo_reason relo__testing_last_reason(relo_device *device)
+{
+    relo__device_lock(device);
+    relo_reason r = device->last_reason;
+    relo__device_unlock(device);
+    return r;
+}
+
+relo_status relo__testing_relocate(relo_stream *stream, relo_reason reason)
+{
+    if (!stream || reason <= RELO_REASON_NONE || reason >= RELO_REASON_COUNT) return RELO_ERR_INVALID_ARGUMENT;
+    relo_device *d = stream->device;
+    relo__device_lock(d);
+    relo_status st = d->recording ? RELO_ERR_RECORDING : RELO_OK;
+    if (st == RELO_OK) relo__relocate(d, stream, reason);
+    relo__device_unlock(d);
+    return st;
+}
+
+uint64_t relo__testing_capacity(relo_device *device)
+{
+    relo__device_lock(device);
+    uint64_t c = device->capacity;
+    relo__device_unlock(device);
+    return c;
+}
+
+void relo__testing_set_move_hook(relo_device *device, relo__move_hook hook, void *user)
+{
+    relo__device_lock(device);
+    device->move_hook = hook;
+    device->move_hook_user = user;
+    relo__device_unlock(device);
+}

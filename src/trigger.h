@@ -1,0 +1,22 @@
+/*
+ * trigger.h — when relocation is wanted (design §6.1): a cheap question
+ * asked before a reservation that may add pages. The bytes held across the
+ * device are summed only when the answer depends on them.
+ */
+#ifndef RELO_TRIGGER_H
+#define RELO_TRIGGER_H
+
+#include "stream.h"
+#include "testing.h"
+
+/** The trigger's answer for the stream's arena: NONE, ARENA_FULL or
+ *  MEMORY_PRESSURE. */
+relo_reason relo__trigger(struct relo_stream *stream);
+
+/** Records that a relocation of this arena found nothing to move. */
+void relo__trigger_stall(relo_arena *arena);
+
+/** Clears the stall (something moved). */
+void relo__trigger_unstall(relo_arena *arena);
+
+#endif /* RELO_TRIGGER_H */

@@ -1,0 +1,57 @@
+/*
+ * util.h — small arithmetic helpers shared by every module: overflow-safe
+ * rounding, min/max, and the graded debug level (RELO_DEBUG 0–3, see
+ * style.md) exposed as a constant so debug code stays type-checked in every
+ * build.
+ */
+#ifndef RELO_UTIL_H
+#define RELO_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifndef RELO_DEBUG_LEVEL
+#define RELO_DEBUG_LEVEL 1
+#endif
+
+/** 0 none, 1 API misuse, 2 internal asserts, 3 expensive invariants. */
+static const int relo__debug = RELO_DEBUG_LEVEL;
+
+#define RELO_KiB ((uint64_t)1 << 10)
+#define RELO_MiB ((uint64_t)1 << 20)
+#define RELO_GiB ((uint64_t)1 << 30)
+
+static inline uint64_t relo__min(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static inline uint64_t relo__max(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/** Rounds v up to a multiple of align (≥ 1). Returns false on overflow. */
+static inline bool relo__round_up(uint64_t v, uint64_t align, uint64_t *out)
+{
+    uint64_t rem = v % align;
+    if (rem == 0) {
+        *out = v;
+        return true;
+    }
+    uint64_t add = align - rem;
+    if (v > UINT64_MAX - add) return false;
+    *out = v + add;
+    return true;
+}
+
+/** Rounds v down to a multiple of align (≥ 1). */
+static inline uint64_t relo__round_down(uint64_t v, uint64_t align) { return v - v % align; }
+
+/** a - b, or 0 when b > a. */
+static inline uint64_t relo__sub_sat(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+/** a + b, or UINT64_MAX on overflow. */
+static inline uint64_t relo__add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* Internal assertion, compiled in at RELO_DEBUG ≥ 2. */
+void relo__assert_fail(const char *expr, const char *file, int line);
+#define RELO_ASSERT(e)                                                         \
+    do {                                                                       \
+        if (relo__debug >= 2 && !(e)) relo__assert_fail(#e, __FILE__, __LINE__); \
+    } while (0)
+
+#endif /* RELO_UTIL_H */

@@ -1,0 +1,79 @@
+/*
+ * fit.c — capacity bisection (see fit.h).
+ */
+#include "fit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "units.h"
+
+/* One replay at capacity: 1 = completed, 0 = out of memory, -1 = error. */
+static int try_capacity(const trace *t, const replay_config *base, uint64_t capacity, fit_result *out)
+{
+    replay_config cfg = *base;
+    cfg.capacity = capacity;
+    cfg.record = false;
+    if (cfg.progress) {
+        char label[96], cap[32];
+        snprintf(label, sizeof label, "%s fit %u: %s", t->name, out->replays + 1,
+                 units_format_bytes(capacity, cap, sizeof cap));
+        progress_begin(cfg.progress, label, t->event_count);
+    }
+    replay_result r;
+    bool ok = replay_run(t, &cfg, &r);
+    out->replays++;
+    int verdict = ok ? 1 : r.status == RELO_ERR_OUT_OF_MEMORY ? 0 : -1;
+    if (verdict < 0) {
+        out->status = r.status;
+        snprintf(out->error, sizeof out->error, "at capacity %llu, event %llu: %s",
+                 (unsigned long long)capacity, (unsigned long long)r.failed_event + 1, r.error);
+    }
+    replay_result_free(&r);
+    return verdict;
+}
+
+bool fit_search(const trace *t, const replay_config *cfg, uint64_t upper_hint, fit_result *out)
+{
+    memset(out, 0, sizeof *out);
+    uint64_t start = replay_now_ns();
+    uint64_t lo = t->peak_live_bytes ? t->peak_live_bytes : 1;
+    int v = try_capacity(t, cfg, lo, out);
+    if (v < 0) goto done;
+    if (v == 1) {
+        out->found = true;
+        out->capacity = lo;
+        goto done;
+    }
+    out->failed_below = lo;
+    uint64_t hi = upper_hint > lo ? upper_hint : lo + lo / 4 + 1;
+    for (int step = 0;; step++) {
+        v = try_capacity(t, cfg, hi, out);
+        if (v < 0) goto done;
+        if (v == 1) break;
+        lo = hi;
+        out->failed_below = lo;
+        if (step == 12 || hi > UINT64_MAX / 2) {
+            out->status = RELO_ERR_OUT_OF_MEMORY;
+            snprintf(out->error, sizeof out->error, "ran out of memory even at capacity %llu",
+                     (unsigned long long)hi);
+            goto done;
+        }
+        hi += hi / 4;
+    }
+    /* lo failed and hi completed: halve the gap until it is within tolerance. */
+    while ((double)(hi - lo) > (double)lo * FIT_TOLERANCE) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        v = try_capacity(t, cfg, mid, out);
+        if (v < 0) goto done;
+        if (v == 1) hi = mid;
+        else lo = mid;
+    }
+    out->found = true;
+    out->capacity = hi;
+    out->failed_below = lo;
+done:
+    if (cfg->progress) progress_end(cfg->progress);
+    out->elapsed_ns = replay_now_ns() - start;
+    return out->found;
+}

@@ -1,0 +1,43 @@
+/*
+ * fit.h — the smallest device a trace runs on: bisection over capacity.
+ *
+ * A replay at capacity C uses a fresh device whose backend lends C bytes
+ * and whose relo_device_desc.capacity is C, so relocation under pressure
+ * acts as it would on such a device. Only RELO_ERR_OUT_OF_MEMORY counts as
+ * "does not fit"; any other failure stops the search as an error.
+ *
+ * relo is not guaranteed monotonic in capacity (a larger device may
+ * relocate differently), so the answer is the boundary the bisection
+ * finds between a capacity that failed and one that completed.
+ */
+#ifndef RELO_TOOLS_FIT_H
+#define RELO_TOOLS_FIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "replay.h"
+
+/** The search stops when (high - low) ≤ low × FIT_TOLERANCE. */
+#define FIT_TOLERANCE 0.005
+
+typedef struct fit_result {
+    bool found;
+    uint64_t capacity;       /**< smallest capacity seen to complete */
+    uint64_t failed_below;   /**< largest capacity seen to run out (0 = none) */
+    unsigned replays;
+    uint64_t elapsed_ns;
+    relo_status status;      /**< RELO_OK, or the failure that stopped the search */
+    char error[320];
+} fit_result;
+
+/**
+ * Searches capacities between t's peak live bytes and above `upper_hint`
+ * (peak reserved of an unlimited replay; doubled by steps of 25 % while it
+ * does not fit). cfg gives backend, layout, relocation and policy; its
+ * capacity and record fields are ignored. Returns true with out->capacity
+ * when found.
+ */
+bool fit_search(const trace *t, const replay_config *cfg, uint64_t upper_hint, fit_result *out);
+
+#endif /* RELO_TOOLS_FIT_H */

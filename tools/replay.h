@@ -1,0 +1,68 @@
+/*
+ * replay.h — replays one trace on a fresh relo device and measures it:
+ * peaks, relocation counters, time per event, reserve latencies, and a
+ * bounded timeline.
+ */
+#ifndef RELO_TOOLS_REPLAY_H
+#define RELO_TOOLS_REPLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "progress.h"
+#include "relo.h"
+#include "replay_backend.h"
+#include "samples.h"
+#include "trace.h"
+
+/** The most timeline points a replay keeps. */
+#define REPLAY_MAX_SAMPLES 2000u
+
+typedef struct replay_config {
+    replay_backend_kind backend;
+    uint64_t capacity;          /**< backend and device capacity; 0 = unlimited */
+    relo_layout layout;
+    relo_relocation relocation;
+    relo_policy policy;
+    bool record;                /**< keep samples and latencies (off inside a fit search) */
+    bool verify_full;           /**< host: check every byte, not the sparse windows */
+    progress *progress;         /**< may be NULL */
+} replay_config;
+
+typedef struct replay_result {
+    relo_status status;         /**< RELO_OK, or what stopped the replay */
+    uint64_t failed_event;      /**< 0-based event index where it stopped */
+    char error[320];            /**< a sentence when status != RELO_OK */
+    uint64_t events_done;
+    uint64_t peak_live;         /**< highest bytes_in_use seen after an event */
+    uint64_t peak_reserved;     /**< stats.peak_bytes_reserved at the end */
+    uint64_t peak_outdated;
+    uint64_t peak_event;        /**< event of the live peak */
+    relo_stats stats;           /**< device stats after the last event, before teardown */
+    uint64_t call_ns;           /**< time spent inside relo_reserve / relo_release */
+    uint64_t reserve_p50_ns;
+    uint64_t reserve_p99_ns;
+    uint64_t longest_call_ns;
+    uint64_t longest_call_event;
+    uint64_t verified;          /**< host: allocations checked */
+    sampler samples;            /**< when record */
+} replay_result;
+
+/**
+ * Replays t with cfg. Always fills *out (free it with replay_result_free).
+ * Returns true when every event succeeded and, on host, every check
+ * passed; false otherwise, with out->status and out->error saying why
+ * (RELO_ERR_OUT_OF_MEMORY is what a fit search looks for).
+ */
+bool replay_run(const trace *t, const replay_config *cfg, replay_result *out);
+
+/** Frees what a result holds. */
+void replay_result_free(replay_result *r);
+
+/** The largest allocation size in t. */
+uint64_t replay_max_alloc(const trace *t);
+
+/** Nanoseconds on the monotonic clock. */
+uint64_t replay_now_ns(void);
+
+#endif /* RELO_TOOLS_REPLAY_H */

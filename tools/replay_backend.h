@@ -1,0 +1,35 @@
+/*
+ * replay_backend.h — the backends relo-replay can replay on: sim (no bytes,
+ * any size), host (real bytes, checked), and OpenCL where it was built.
+ */
+#ifndef RELO_TOOLS_REPLAY_BACKEND_H
+#define RELO_TOOLS_REPLAY_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "relo_backend.h"
+
+typedef enum replay_backend_kind {
+    REPLAY_BACKEND_SIM = 0,
+    REPLAY_BACKEND_HOST,
+    REPLAY_BACKEND_OPENCL,
+    REPLAY_BACKEND_KIND_COUNT
+} replay_backend_kind;
+
+/** "sim", "host", "opencl". */
+const char *replay_backend_name(replay_backend_kind kind);
+
+/** Whether this build can create kind (OpenCL only where it was built). */
+int replay_backend_available(replay_backend_kind kind);
+
+/**
+ * Creates a backend of kind that lends at most capacity bytes (0 =
+ * unlimited; an OpenCL device keeps its own size) and takes pages of at
+ * least max_alloc bytes. On failure returns the status and writes a
+ * sentence to msg.
+ */
+relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, uint64_t max_alloc,
+                                  relo_backend **out, char *msg, size_t msg_cap);
+
+#endif /* RELO_TOOLS_REPLAY_BACKEND_H */

@@ -1,0 +1,106 @@
+/*
+ * trace.c — the in-memory trace: growth of the event array, the stream
+ * table, the running peak, and error messages.
+ */
+#include "trace.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void trace_init(trace *t)
+{
+    memset(t, 0, sizeof *t);
+}
+
+void trace_free(trace *t)
+{
+    if (!t) return;
+    free(t->events);
+    trace_init(t);
+}
+
+bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream,
+                uint64_t size)
+{
+    if (t->event_count == t->event_capacity) {
+        size_t cap = t->event_capacity ? t->event_capacity * 2 : 4096;
+        if (cap > SIZE_MAX / sizeof *t->events) return false;
+        trace_event *grown = realloc(t->events, cap * sizeof *grown);
+        if (!grown) return false;
+        t->events = grown;
+        t->event_capacity = cap;
+    }
+    trace_event *e = &t->events[t->event_count++];
+    e->size = size;
+    e->alloc = alloc;
+    e->stream = stream;
+    e->kind = (uint8_t)kind;
+    /* Readers reject sizes whose sum could wrap only if a trace held 2^64
+     * live bytes; saturate rather than trust that. */
+    if (kind == TRACE_ALLOC) {
+        t->live_at_end_bytes = t->live_at_end_bytes + size < size ? UINT64_MAX
+                                                                 : t->live_at_end_bytes + size;
+        t->live_at_end++;
+        if (t->live_at_end_bytes > t->peak_live_bytes) t->peak_live_bytes = t->live_at_end_bytes;
+    } else {
+        t->live_at_end_bytes -= size <= t->live_at_end_bytes ? size : t->live_at_end_bytes;
+        t->live_at_end--;
+    }
+    return true;
+}
+
+bool trace_stream_index(trace *t, uint64_t number, uint16_t *index)
+{
+    /* Traces name a handful of streams: a linear scan beats a map here. */
+    for (uint32_t i = 0; i < t->stream_count; i++) {
+        if (t->streams[i] == number) {
+            *index = (uint16_t)i;
+            return true;
+        }
+    }
+    if (t->stream_count == TRACE_MAX_STREAMS) return false;
+    t->streams[t->stream_count] = number;
+    *index = (uint16_t)t->stream_count++;
+    return true;
+}
+
+static bool ends_with(const char *s, size_t n, const char *suffix)
+{
+    size_t k = strlen(suffix);
+    return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+void trace_set_name_from_path(trace *t, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (ends_with(base, n, ".gz")) n -= 3;
+    if (ends_with(base, n, ".trace")) n -= 6;
+    else if (ends_with(base, n, ".csv")) n -= 4;
+    if (n >= sizeof t->name) n = sizeof t->name - 1;
+    memcpy(t->name, base, n);
+    t->name[n] = '\0';
+}
+
+bool trace_fail(trace_error *err, const char *file, uint64_t line, const char *fmt, ...)
+{
+    if (!err) return false;
+    snprintf(err->file, sizeof err->file, "%s", file ? file : "(trace)");
+    err->line = line;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+void trace_error_print(const trace_error *err)
+{
+    if (err->line)
+        fprintf(stderr, "%s:%llu: %s\n", err->file, (unsigned long long)err->line, err->message);
+    else
+        fprintf(stderr, "%s: %s\n", err->file, err->message);
+}

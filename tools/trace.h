@@ -1,0 +1,94 @@
+/*
+ * trace.h — an allocation trace held in memory, whatever format it was read
+ * from: the events, the streams they name, and what the header said.
+ *
+ * Readers turn the ids of a file (trace ids, RMM pointers) into dense
+ * allocation numbers 0..allocations-1, so a replayer keeps one array of
+ * handles indexed by them instead of a hash map on its hot path.
+ */
+#ifndef RELO_TOOLS_TRACE_H
+#define RELO_TOOLS_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** The most distinct streams one trace may name (each becomes a relo stream). */
+#define TRACE_MAX_STREAMS 256u
+
+/** The longest name (workload, file) a trace keeps; longer ones are cut. */
+#define TRACE_NAME_MAX 256u
+
+typedef enum trace_event_kind {
+    TRACE_ALLOC = 0,
+    TRACE_FREE,
+    TRACE_EVENT_KIND_COUNT
+} trace_event_kind;
+
+/** One event. For a free, size and stream repeat the allocation's. */
+typedef struct trace_event {
+    uint64_t size;          /**< bytes requested */
+    uint32_t alloc;         /**< dense allocation number, 0..allocations-1 */
+    uint16_t stream;        /**< dense stream index, 0..stream_count-1 */
+    uint8_t kind;           /**< trace_event_kind */
+} trace_event;
+
+/** A whole trace. Zero-initialise, or use trace_init. */
+typedef struct trace {
+    trace_event *events;
+    size_t event_count;
+    size_t event_capacity;
+    uint32_t alloc_count;             /**< distinct allocations */
+    uint64_t streams[TRACE_MAX_STREAMS];  /**< stream number of each dense index */
+    uint32_t stream_count;
+    uint64_t peak_live_bytes;         /**< computed from the events */
+    uint64_t live_at_end_bytes;       /**< computed from the events */
+    uint32_t live_at_end;             /**< allocations never freed */
+    bool header_peak_known;           /**< the header gave peak_live_bytes */
+    uint64_t header_peak_live_bytes;
+    bool header_events_known;         /**< the header gave events */
+    uint64_t header_events;
+    char workload[TRACE_NAME_MAX];    /**< header "workload", first word; may be "" */
+    char name[TRACE_NAME_MAX];        /**< file name without directories and extensions */
+} trace;
+
+/** A reader's complaint: where, and what. */
+typedef struct trace_error {
+    char file[TRACE_NAME_MAX];
+    uint64_t line;          /**< 1-based; 0 when the problem is not one line */
+    char message[256];
+} trace_error;
+
+/** Makes an empty trace. */
+void trace_init(trace *t);
+
+/** Frees the events; the trace is empty afterwards. NULL is a no-op. */
+void trace_free(trace *t);
+
+/**
+ * Appends an event; keeps peak and live-at-end figures up to date.
+ * Returns false when host memory ran out (the trace is unchanged).
+ */
+bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream,
+                uint64_t size);
+
+/**
+ * The dense index of stream number `number`, adding it if new.
+ * Returns false when the trace already names TRACE_MAX_STREAMS streams.
+ */
+bool trace_stream_index(trace *t, uint64_t number, uint16_t *index);
+
+/** Sets t->name from a path: the base name without ".gz", ".trace", ".csv". */
+void trace_set_name_from_path(trace *t, const char *path);
+
+/**
+ * Fills err (file, line, printf-style message). Always returns false, so a
+ * reader can write `return trace_fail(err, ...)`.
+ */
+bool trace_fail(trace_error *err, const char *file, uint64_t line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/** Prints "file:line: message" (or "file: message" for line 0) to stderr. */
+void trace_error_print(const trace_error *err);
+
+#endif /* RELO_TOOLS_TRACE_H */

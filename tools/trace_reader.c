@@ -1,0 +1,89 @@
+/*
+ * trace_reader.c — the entry points of the trace readers: opens the bytes,
+ * picks the format, runs its parser, and reports source errors (truncated
+ * gzip) in preference to the parse error they may have caused.
+ */
+#include "trace_reader.h"
+
+#include <string.h>
+
+#include "parse_util.h"
+#include "trace_source.h"
+
+const char *trace_format_name(trace_format format)
+{
+    switch (format) {
+    case TRACE_FORMAT_AUTO: return "auto";
+    case TRACE_FORMAT_RELO: return "relo";
+    case TRACE_FORMAT_RMM: return "rmm";
+    case TRACE_FORMAT_COUNT: break;
+    }
+    return "?";
+}
+
+/* Decides AUTO from the first non-blank line: RMM's CSV header, or relo. */
+static trace_format detect(line_reader *r)
+{
+    trace_format f = TRACE_FORMAT_RELO;
+    for (;;) {
+        if (line_reader_next(r) != 1) return f; /* the parser meets the error or the end */
+        size_t i = 0;
+        while (i < r->line_len && (r->line[i] == ' ' || r->line[i] == '\t')) i++;
+        if (i == r->line_len) continue;
+        parse_field fields[8];
+        size_t n = parse_split_comma(r->line + i, r->line_len - i, fields, 8);
+        for (size_t k = 0; k < n && k < 8; k++)
+            if (parse_field_is(fields[k], "Action")) f = TRACE_FORMAT_RMM;
+        line_reader_unget(r);
+        return f;
+    }
+}
+
+/* Reads every line of src with the chosen parser. */
+static bool read_source(trace_source *src, const char *name, trace_format format, trace *out,
+                        trace_error *err)
+{
+    trace_init(out);
+    trace_set_name_from_path(out, name);
+    line_reader r;
+    line_reader_init(&r, trace_source_read, src);
+    if (format == TRACE_FORMAT_AUTO) format = detect(&r);
+    bool ok;
+    if (format == TRACE_FORMAT_RMM) ok = trace_parse_rmm(&r, name, out, err);
+    else if (format == TRACE_FORMAT_RELO) ok = trace_parse_relo(&r, name, out, err);
+    else ok = trace_fail(err, name, 0, "unknown trace format");
+    line_reader_free(&r);
+    char msg[256];
+    if (!trace_source_close(src, msg, sizeof msg)) {
+        /* A truncated pipe explains whatever the parser tripped on. */
+        trace_fail(err, name, 0, "%s", msg);
+        return false;
+    }
+    return ok;
+}
+
+bool trace_read_file(const char *path, trace_format format, trace *out, trace_error *err)
+{
+    trace_source src;
+    char msg[256];
+    if (!trace_source_open_path(&src, path, msg, sizeof msg)) {
+        trace_init(out);
+        return trace_fail(err, path, 0, "%s", msg);
+    }
+    return read_source(&src, path, format, out, err);
+}
+
+bool trace_read_stream(FILE *f, const char *name, trace_format format, trace *out, trace_error *err)
+{
+    trace_source src;
+    trace_source_open_file(&src, f);
+    return read_source(&src, name, format, out, err);
+}
+
+bool trace_read_buffer(const void *data, size_t size, const char *name, trace_format format,
+                       trace *out, trace_error *err)
+{
+    trace_source src;
+    trace_source_open_memory(&src, data, size);
+    return read_source(&src, name, format, out, err);
+}
