@@ -16,7 +16,7 @@ static int try_capacity(const trace *t, const replay_config *base, uint64_t capa
     cfg.record = false;
     if (cfg.progress) {
         char label[96], cap[32];
-        snprintf(label, sizeof label, "%s fit %u: %s", t->name, out->replays + 1,
+        snprintf(label, sizeof label, "%.40s fit %u: %s", t->name, out->replays + 1,
                  units_format_bytes(capacity, cap, sizeof cap));
         progress_begin(cfg.progress, label, t->event_count);
     }
@@ -26,7 +26,7 @@ static int try_capacity(const trace *t, const replay_config *base, uint64_t capa
     int verdict = ok ? 1 : r.status == RELO_ERR_OUT_OF_MEMORY ? 0 : -1;
     if (verdict < 0) {
         out->status = r.status;
-        snprintf(out->error, sizeof out->error, "at capacity %llu, event %llu: %s",
+        snprintf(out->error, sizeof out->error, "at capacity %llu, event %llu: %.240s",
                  (unsigned long long)capacity, (unsigned long long)r.failed_event + 1, r.error);
     }
     replay_result_free(&r);

@@ -274,7 +274,7 @@ CHECK_TEST(b31_trigger_sums_only_when_outdated)
 
     /* Once something is outdated the trigger does sum (low pressure here). */
     relo_handle g = fx_reserve(f.s, 10 * MiB);
-    expect_eq(fx_stats(f.s).outdated_pages, 1);
+    expect_gt(fx_stats(f.s).outdated_pages, 0);
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_NONE);
     expect_gt(relo__testing_held_sums(f.dev), sums);
     for (int i = 0; i < 12; i++) expect_ok(relo_release(f.dev, h[i]));

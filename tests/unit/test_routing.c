@@ -324,22 +324,24 @@ CHECK_TEST(b18_refused_growth_changes_nothing)
  *
  *     Each (3 + 2k) MiB exceeds the current (2 + 2k) MiB page, so each one
  *     grows the arena to (4 + 2k) MiB pages: k = 0…63 fill the 64 slots
- *     (4…130 MiB pages, about 4.2 GiB live). This runs on the host backend
- *     with real bytes; every allocation carries a pattern checked after the
- *     move. */
+ *     (4…130 MiB pages, about 4.2 GiB live, 4 GiB moved).
+ *
+ *     This case runs on the sim backend. On the host backend it took 55 s
+ *     and 9.8 GiB of resident memory on the 2-core CI machine, nearly all
+ *     in the host backend's fill of fresh and freed buffers and in page
+ *     faults, not in relo. The bytes a relocation moves are checked by
+ *     test_relocation, test_random_core and test_random_reloc instead. */
 CHECK_TEST(b19_arena_full_relocation_frees_slots)
 {
     relo_host_desc hd = fx_host();
     hd.max_page_size = 1 * GiB;
     fx f;
-    require_ok(fx_open(&f, &hd, NULL));
+    require_ok(fx_open_sim(&f, &hd, NULL));
     enum { K = 64 };
     relo_handle h[K];
     for (int k = 0; k < K; k++) {
-        uint64_t size = (uint64_t)(3 + 2 * k) * MiB;
-        h[k] = fx_reserve(f.s, size);
+        h[k] = fx_reserve(f.s, (uint64_t)(3 + 2 * k) * MiB);
         require_ne(h[k].id, 0);
-        expect_ok(fx_write_pattern(f.dev, h[k], (uint64_t)k + 1, size));
         expect_eq(relo__testing_page_size(f.s), (uint64_t)(4 + 2 * k) * MiB);
     }
     expect_eq(relo__testing_arena_pools(f.s), 64);
@@ -347,12 +349,10 @@ CHECK_TEST(b19_arena_full_relocation_frees_slots)
     expect_eq(before.outdated_pages, 63);
     expect_eq(before.allocations_moved, 0);
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_ARENA_FULL);
+    relo_binding first = fx_bind(f.s, h[0]);
 
-    uint64_t t0 = fx_now_ns();
     relo_handle big = {0};
     expect_ok(relo_reserve(f.s, 200 * MiB, &big));
-    printf("  200 MiB reservation with ARENA_FULL relocation: %.1f ms\n",
-           (double)(fx_now_ns() - t0) / 1e6);
     expect_eq(relo__testing_last_reason(f.dev), RELO_REASON_ARENA_FULL);
     relo_stats st = fx_dev_stats(f.dev);
     expect_eq(st.allocations_moved, 63);
@@ -363,8 +363,12 @@ CHECK_TEST(b19_arena_full_relocation_frees_slots)
     /* The 130 MiB pool (now outdated, holding all 64) and the 201 MiB one. */
     expect_eq(relo__testing_arena_pools(f.s), 2);
     expect_eq(relo__testing_page_size(f.s), 201 * MiB);
-    for (int k = 0; k < K; k++)
-        expect_true(fx_check_pattern(f.dev, h[k], (uint64_t)k + 1, (uint64_t)(3 + 2 * k) * MiB));
+    expect_true(fx_bind(f.s, h[0]).buffer != first.buffer);
+    /* Everything now lives on 130 MiB pages, outdated by the 201 MiB pool. */
+    relo_stats ss = fx_stats(f.s);
+    expect_eq(ss.bytes_outdated % (130 * MiB), 0);
+    expect_ge(ss.bytes_outdated, 4224 * MiB);
+    expect_eq(ss.bytes_reserved, ss.bytes_outdated + 201 * MiB);
     expect_ok(relo_device_check(f.dev));
     for (int k = 0; k < K; k++) expect_ok(relo_release(f.dev, h[k]));
     expect_ok(relo_release(f.dev, big));

@@ -1,0 +1,247 @@
+/*
+ * test_cuda.c — the CUDA backend on device 0's primary context: argument
+ * checks (which need no driver), then properties, transfers, the
+ * out-of-memory mapping, and relocation through the public API with device
+ * work (memsets through binding addresses) on one and on two streams.
+ * Where cuInit fails (the stub libcuda of a build machine, no driver) or no
+ * device exists, the device cases report SKIP.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "check.h"
+#include "relo.h"
+#include "relo_cuda.h"
+
+#define MiB (UINT64_C(1) << 20)
+
+typedef struct cu_env {
+    CUdevice device;
+    CUcontext context;
+    CUstream streams[2];
+} cu_env;
+
+static void env_open(cu_env *e)
+{
+    memset(e, 0, sizeof *e);
+    int count = 0;
+    if (cuInit(0) != CUDA_SUCCESS) check_skip("cuInit failed: no CUDA driver");
+    if (cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) check_skip("no CUDA device");
+    if (cuDeviceGet(&e->device, 0) != CUDA_SUCCESS) check_skip("no CUDA device");
+    if (cuDevicePrimaryCtxRetain(&e->context, e->device) != CUDA_SUCCESS)
+        check_skip("cannot retain the primary context");
+    if (cuCtxPushCurrent(e->context) != CUDA_SUCCESS) check_skip("cannot make the context current");
+    for (int i = 0; i < 2; i++)
+        if (cuStreamCreate(&e->streams[i], CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+            check_skip("cannot create CUDA streams");
+}
+
+static void env_close(cu_env *e)
+{
+    for (int i = 0; i < 2; i++)
+        if (e->streams[i]) cuStreamDestroy(e->streams[i]);
+    CUcontext popped = NULL;
+    cuCtxPopCurrent(&popped);
+    cuDevicePrimaryCtxRelease(e->device);
+}
+
+static relo_stats stats_of(relo_device *d)
+{
+    relo_stats s;
+    memset(&s, 0, sizeof s);
+    (void)relo_device_stats(d, &s);
+    return s;
+}
+
+static relo_binding bind(relo_stream *s, relo_handle h)
+{
+    relo_binding b;
+    memset(&b, 0, sizeof b);
+    (void)relo_resolve(s, h, &b);
+    return b;
+}
+
+static bool reads_all(relo_device *d, relo_handle h, uint64_t n, unsigned char v)
+{
+    unsigned char *p = malloc((size_t)n);
+    if (!p) return false;
+    bool ok = relo_read(d, h, 0, p, n) == RELO_OK;
+    for (uint64_t i = 0; ok && i < n; i++) ok = p[i] == v;
+    free(p);
+    return ok;
+}
+
+CHECK_TEST(create_checks_arguments)
+{
+    /* These need no driver: they fail before the first CUDA call. */
+    relo_backend *b = NULL;
+    expect_status(relo_backend_cuda_create(NULL, 0, NULL, &b), RELO_ERR_INVALID_ARGUMENT);
+    expect_true(b == NULL);
+    relo_backend *h = NULL;
+    require_ok(relo_backend_host_create(NULL, &h));
+    CUresult code = CUDA_SUCCESS;
+    expect_status(relo_backend_cuda_last_error(h, &code), RELO_ERR_INVALID_ARGUMENT);
+    expect_status(relo_backend_cuda_last_error(NULL, &code), RELO_ERR_INVALID_ARGUMENT);
+    relo_backend_destroy(h);
+}
+
+CHECK_TEST(create_checks_the_device)
+{
+    cu_env e;
+    env_open(&e);
+    relo_backend *b = NULL;
+    expect_status(relo_backend_cuda_create(e.context, e.device, NULL, NULL),
+                  RELO_ERR_INVALID_ARGUMENT);
+    int count = 0;
+    cuDeviceGetCount(&count);
+    if (count > 1) {
+        CUdevice other = 0;
+        cuDeviceGet(&other, 1);
+        expect_status(relo_backend_cuda_create(e.context, other, NULL, &b),
+                      RELO_ERR_INVALID_ARGUMENT);
+    }
+    env_close(&e);
+}
+
+CHECK_TEST(props_come_from_the_device)
+{
+    cu_env e;
+    env_open(&e);
+    relo_backend *b = NULL;
+    require_ok(relo_backend_cuda_create(e.context, e.device, e.streams[0], &b));
+    size_t total = 0;
+    require_eq(cuDeviceTotalMem(&total, e.device), CUDA_SUCCESS);
+    relo_backend_props p;
+    require_ok(relo_backend_props_get(b, &p));
+    expect_eq(p.alignment, 256);
+    expect_eq(p.capacity, total);
+    expect_le(p.max_page_size, total);
+    relo_backend_destroy(b);
+    env_close(&e);
+}
+
+CHECK_TEST(ops_write_copy_read)
+{
+    cu_env e;
+    env_open(&e);
+    relo_backend *b = NULL;
+    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
+    void *x = NULL, *y = NULL;
+    uint64_t ax = 0, ay = 0;
+    require_ok(b->ops.alloc(b->ctx, 4096, &x, &ax));
+    require_ok(b->ops.alloc(b->ctx, 4096, &y, &ay));
+    expect_eq(ax, (uint64_t)(uintptr_t)x);
+    expect_eq(ax % 256, 0);
+    expect_ne(ax, ay);
+
+    unsigned char data[1000], back[1000];
+    for (int i = 0; i < 1000; i++) data[i] = (unsigned char)(i * 7);
+    require_ok(b->ops.write(b->ctx, x, 100, data, sizeof data));
+    require_ok(b->ops.copy(b->ctx, x, 100, y, 3000, sizeof data));
+    require_ok(b->ops.wait_copies(b->ctx));
+    require_ok(b->ops.read(b->ctx, y, 3000, back, sizeof back));
+    expect_eq(memcmp(data, back, sizeof data), 0);
+    expect_ok(b->ops.wait_device(b->ctx));
+    b->ops.free(b->ctx, x, 4096);
+    b->ops.free(b->ctx, y, 4096);
+    relo_backend_destroy(b);
+    env_close(&e);
+}
+
+CHECK_TEST(refused_buffer_is_out_of_memory)
+{
+    cu_env e;
+    env_open(&e);
+    relo_backend *b = NULL;
+    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
+    /* The whole device at once cannot be had: the context itself holds
+     * some of it. */
+    void *x = NULL;
+    uint64_t a = 0;
+    expect_status(b->ops.alloc(b->ctx, b->props.max_page_size, &x, &a), RELO_ERR_OUT_OF_MEMORY);
+    CUresult code = CUDA_SUCCESS;
+    require_ok(relo_backend_cuda_last_error(b, &code));
+    expect_eq(code, CUDA_ERROR_OUT_OF_MEMORY);
+    relo_backend_destroy(b);
+    env_close(&e);
+}
+
+CHECK_TEST(reclaim_moves_bytes_written_by_the_device)
+{
+    cu_env e;
+    env_open(&e);
+    relo_backend *b = NULL;
+    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
+    relo_device *d = NULL;
+    require_ok(relo_device_create(NULL, b, &d));
+    relo_stream *s = NULL;
+    require_ok(relo_stream_create(d, e.streams[0], &s));
+
+    relo_handle h, big;
+    require_ok(relo_reserve(s, MiB, &h));
+    relo_binding before = bind(s, h);
+    require_eq(cuMemsetD8Async((CUdeviceptr)before.address, 7, MiB, e.streams[0]), CUDA_SUCCESS);
+    /* Not synchronised: the relocation must wait for the stream itself. */
+    require_ok(relo_reserve(s, 10 * MiB, &big));
+    require_ok(relo_reclaim(s));
+    relo_stats st = stats_of(d);
+    expect_eq(st.allocations_moved, 1);
+    expect_eq(st.pages, 1);
+    expect_eq(st.bytes_reserved, 11 * MiB);
+    expect_eq(st.outdated_pages, 0);
+    expect_true(reads_all(d, h, MiB, 7));
+
+    relo_binding after = bind(s, h);
+    expect_ne(after.address, before.address);
+    expect_eq(after.address, (uint64_t)(uintptr_t)after.buffer + after.offset);
+    require_eq(cuMemsetD8Async((CUdeviceptr)after.address, 9, MiB, e.streams[0]), CUDA_SUCCESS);
+    require_eq(cuStreamSynchronize(e.streams[0]), CUDA_SUCCESS);
+    expect_true(reads_all(d, h, MiB, 9));
+
+    require_ok(relo_release(d, h));
+    require_ok(relo_release(d, big));
+    require_ok(relo_stream_destroy(s));
+    require_ok(relo_device_destroy(d));
+    env_close(&e);
+}
+
+CHECK_TEST(two_streams_are_both_waited_for)
+{
+    cu_env e;
+    env_open(&e);
+    relo_backend *b = NULL;
+    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
+    relo_device *d = NULL;
+    require_ok(relo_device_create(NULL, b, &d));
+    relo_stream *sa = NULL, *sb = NULL;
+    require_ok(relo_stream_create(d, e.streams[0], &sa));
+    require_ok(relo_stream_create(d, e.streams[1], &sb));
+    relo_handle ha, hb, bigA, bigB;
+    require_ok(relo_reserve(sa, MiB, &ha));
+    require_ok(relo_reserve(sb, MiB, &hb));
+    require_ok(relo_reserve(sa, 10 * MiB, &bigA));
+    require_ok(relo_reserve(sb, 10 * MiB, &bigB));
+    require_eq(cuMemsetD8Async((CUdeviceptr)bind(sa, ha).address, 3, MiB, e.streams[0]),
+               CUDA_SUCCESS);
+    require_eq(cuMemsetD8Async((CUdeviceptr)bind(sb, hb).address, 4, MiB, e.streams[1]),
+               CUDA_SUCCESS);
+    require_ok(relo_reclaim(sa));
+    expect_eq(stats_of(d).allocations_moved, 2);
+    expect_eq(stats_of(d).outdated_pages, 0);
+    expect_true(reads_all(d, ha, MiB, 3));
+    expect_true(reads_all(d, hb, MiB, 4));
+
+    require_ok(relo_release(d, ha));
+    require_ok(relo_release(d, hb));
+    require_ok(relo_release(d, bigA));
+    require_ok(relo_release(d, bigB));
+    require_ok(relo_stream_destroy(sb));
+    require_ok(relo_stream_destroy(sa));
+    require_ok(relo_device_destroy(d));
+    env_close(&e);
+}
+
+CHECK_MAIN()

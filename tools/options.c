@@ -1,0 +1,163 @@
+/*
+ * options.c — parsing relo-replay's options ("--name value" or
+ * "--name=value"), with the help text next to the code it documents.
+ */
+#include "options.h"
+
+#include <string.h>
+
+#include "units.h"
+
+void options_usage(FILE *f)
+{
+    fputs(
+        "usage: relo-replay [options] TRACE...\n"
+        "\n"
+        "Replays allocation traces on a relo device and reports memory and time.\n"
+        "TRACE is a relo trace (FORMAT.md; plain or .trace.gz) or an RMM CSV log.\n"
+        "PyTorch snapshots: convert first with tools/torch_snapshot_to_trace.py.\n"
+        "\n"
+        "options:\n"
+        "  --backend sim|host|opencl  sim (default): bookkeeping only, any size;\n"
+        "                             host: real bytes, every allocation filled with\n"
+        "                             a pattern and checked after each relocation and\n"
+        "                             at its free (a mismatch fails the replay)\n"
+        "  --capacity BYTES|auto      device size (e.g. 24G, 1.5GiB, 512M; binary\n"
+        "                             units); default unlimited. 'auto' means the fit\n"
+        "                             capacity: implies --fit and replays at it\n"
+        "  --fit                      find by bisection (within 0.5 %) the smallest\n"
+        "                             capacity the trace completes on without running\n"
+        "                             out of memory, starting from peak live bytes\n"
+        "  --layout adaptive|exclusive\n"
+        "  --no-relocation            never move live allocations\n"
+        "  --policy seed|dense        placement policy (relo_device_desc.policy)\n"
+        "  --format auto|relo|rmm     input format (auto: RMM when the first line is\n"
+        "                             its CSV header)\n"
+        "  --verify-full              host: check every byte, not the sparse windows\n"
+        "                             (first/last 4 KiB and 64 B per MiB)\n"
+        "  --json                     machine-readable report on stdout\n"
+        "  --svg FILE                 timeline picture; with several traces each gets\n"
+        "                             FILE with '-TRACENAME' before its extension\n"
+        "  --quiet                    no table and no progress bar\n"
+        "  --help                     this text\n"
+        "\n"
+        "exit status: 0 every replay completed; 1 a replay failed (out of memory at\n"
+        "the given capacity, a byte check failed, a relo error); 2 bad usage or an\n"
+        "unreadable trace.\n",
+        f);
+}
+
+static bool pick(const char *value, const char *const *names, int count, int *out)
+{
+    for (int i = 0; i < count; i++) {
+        if (strcmp(value, names[i]) == 0) {
+            *out = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+static options_result bad(const char *opt, const char *value)
+{
+    fprintf(stderr, "relo-replay: invalid value '%s' for %s (see --help)\n", value, opt);
+    return OPTIONS_EXIT_USAGE;
+}
+
+options_result options_parse(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->traces = argv + argc;
+    char **traces = argv + 1;
+    int count = 0;
+    bool no_more_options = false;
+    for (int i = 1; i < argc; i++) {
+        char *arg = argv[i];
+        if (no_more_options || arg[0] != '-' || arg[1] == '\0') {
+            traces[count++] = arg; /* reorders argv in place: traces first */
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            no_more_options = true;
+            continue;
+        }
+        /* Split "--name=value". */
+        char name[64];
+        const char *value = NULL;
+        const char *eq = strchr(arg, '=');
+        size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (n >= sizeof name) n = sizeof name - 1;
+        memcpy(name, arg, n);
+        name[n] = '\0';
+        if (eq) value = eq + 1;
+        static const char *const with_value[] = {"--backend", "--capacity", "--layout", "--policy",
+                                                 "--format", "--svg"};
+        bool wants = false;
+        for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
+            if (strcmp(name, with_value[k]) == 0) wants = true;
+        if (wants && !value) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "relo-replay: %s needs a value (see --help)\n", name);
+                return OPTIONS_EXIT_USAGE;
+            }
+            value = argv[++i];
+        } else if (!wants && value) {
+            fprintf(stderr, "relo-replay: %s takes no value\n", name);
+            return OPTIONS_EXIT_USAGE;
+        }
+        int k;
+        if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+            options_usage(stdout);
+            return OPTIONS_EXIT_OK;
+        } else if (strcmp(name, "--backend") == 0) {
+            static const char *const names[] = {"sim", "host", "opencl"};
+            if (!pick(value, names, 3, &k)) return bad(name, value);
+            o->backend = (replay_backend_kind)k;
+        } else if (strcmp(name, "--capacity") == 0) {
+            if (strcmp(value, "auto") == 0) {
+                o->capacity_auto = true;
+                o->fit = true;
+            } else if (!units_parse_bytes(value, &o->capacity) || o->capacity == 0) {
+                return bad(name, value);
+            }
+        } else if (strcmp(name, "--layout") == 0) {
+            static const char *const names[] = {"adaptive", "exclusive"};
+            if (!pick(value, names, 2, &k)) return bad(name, value);
+            o->layout = k == 0 ? RELO_LAYOUT_ADAPTIVE : RELO_LAYOUT_EXCLUSIVE;
+        } else if (strcmp(name, "--policy") == 0) {
+            static const char *const names[] = {"seed", "dense"};
+            if (!pick(value, names, 2, &k)) return bad(name, value);
+            o->policy = k == 0 ? RELO_POLICY_SEED : RELO_POLICY_DENSE;
+        } else if (strcmp(name, "--format") == 0) {
+            static const char *const names[] = {"auto", "relo", "rmm"};
+            if (!pick(value, names, 3, &k)) return bad(name, value);
+            o->format = (trace_format)k;
+        } else if (strcmp(name, "--svg") == 0) {
+            o->svg = value;
+        } else if (strcmp(name, "--fit") == 0) {
+            o->fit = true;
+        } else if (strcmp(name, "--no-relocation") == 0) {
+            o->relocation = RELO_RELOCATION_OFF;
+        } else if (strcmp(name, "--json") == 0) {
+            o->json = true;
+        } else if (strcmp(name, "--quiet") == 0) {
+            o->quiet = true;
+        } else if (strcmp(name, "--verify-full") == 0) {
+            o->verify_full = true;
+        } else {
+            fprintf(stderr, "relo-replay: unknown option %s (see --help)\n", arg);
+            return OPTIONS_EXIT_USAGE;
+        }
+    }
+    o->traces = traces;
+    o->trace_count = count;
+    if (count == 0) {
+        fprintf(stderr, "relo-replay: no trace given (see --help)\n");
+        return OPTIONS_EXIT_USAGE;
+    }
+    if (o->fit && o->backend == REPLAY_BACKEND_OPENCL) {
+        fprintf(stderr, "relo-replay: --fit needs a backend that lends a chosen capacity (sim or host)\n");
+        return OPTIONS_EXIT_USAGE;
+    }
+    return OPTIONS_RUN;
+}

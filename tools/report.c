@@ -1,0 +1,161 @@
+/*
+ * report.c — the text table and the JSON object of one replay.
+ *
+ * Ratios are printed only where their denominator is known, and JSON uses
+ * null for what was not measured, so a reader never mistakes 0 for data.
+ */
+#include "report.h"
+
+#include <inttypes.h>
+
+#include "units.h"
+
+static const char *layout_name(relo_layout l)
+{
+    return l == RELO_LAYOUT_EXCLUSIVE ? "exclusive" : "adaptive";
+}
+
+static const char *policy_name(relo_policy p)
+{
+    return p == RELO_POLICY_DENSE ? "dense" : "seed";
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+    return b ? (double)a / (double)b : 0.0;
+}
+
+static double ns_per_event(const report *rep)
+{
+    return rep->r->events_done ? (double)rep->r->call_ns / (double)rep->r->events_done : 0.0;
+}
+
+static void row_bytes(FILE *f, const char *label, uint64_t v)
+{
+    char h[32];
+    fprintf(f, "  %-26s %20" PRIu64 "  (%s)\n", label, v, units_format_bytes(v, h, sizeof h));
+}
+
+void report_text(FILE *f, const report *rep)
+{
+    const trace *t = rep->t;
+    const replay_result *r = rep->r;
+    const options *o = rep->o;
+    char cap[32];
+    fprintf(f, "%s\n", t->name);
+    fprintf(f, "  %-26s %s, layout %s, relocation %s, policy %s, capacity %s\n", "replay",
+            replay_backend_name(o->backend), layout_name(o->layout),
+            o->relocation == RELO_RELOCATION_OFF ? "off" : "auto", policy_name(o->policy),
+            rep->capacity ? units_format_bytes(rep->capacity, cap, sizeof cap) : "unlimited");
+    fprintf(f, "  %-26s %20zu  (%u allocations, %u stream%s)\n", "events", t->event_count,
+            t->alloc_count, t->stream_count, t->stream_count == 1 ? "" : "s");
+    if (r->status != RELO_OK)
+        fprintf(f, "  %-26s FAILED at event %" PRIu64 ": %s\n", "status", r->failed_event + 1, r->error);
+    row_bytes(f, "peak live (replay)", r->peak_live);
+    if (t->header_peak_known) {
+        row_bytes(f, "peak live (header)", t->header_peak_live_bytes);
+        if (t->header_peak_live_bytes != r->peak_live && r->status == RELO_OK)
+            fprintf(f, "  %-26s the replay's peak differs from the header's\n", "WARNING");
+    }
+    row_bytes(f, "peak reserved", r->peak_reserved);
+    fprintf(f, "  %-26s %20.3f\n", "reserved / live", ratio(r->peak_reserved, r->peak_live));
+    if (rep->fit) {
+        const fit_result *fit = rep->fit;
+        if (fit->found) {
+            row_bytes(f, "fit capacity", fit->capacity);
+            fprintf(f, "  %-26s %20.3f  (%u replays, %.2f s)\n", "fit ratio",
+                    ratio(fit->capacity, t->peak_live_bytes), fit->replays, (double)fit->elapsed_ns / 1e9);
+        } else {
+            fprintf(f, "  %-26s not found: %s\n", "fit capacity", fit->error);
+        }
+    }
+    fprintf(f, "  %-26s %20" PRIu64 "\n", "relocations", r->stats.relocations);
+    fprintf(f, "  %-26s %20" PRIu64 "\n", "allocations moved", r->stats.allocations_moved);
+    row_bytes(f, "bytes moved", r->stats.bytes_moved);
+    fprintf(f, "  %-26s %20" PRIu64 " / %" PRIu64 "\n", "backend allocs / frees", r->stats.backend_allocs,
+            r->stats.backend_frees);
+    fprintf(f, "  %-26s %20.1f\n", "ns per event", ns_per_event(rep));
+    fprintf(f, "  %-26s %20" PRIu64 " / %" PRIu64 "\n", "reserve p50 / p99 (ns)", r->reserve_p50_ns,
+            r->reserve_p99_ns);
+    fprintf(f, "  %-26s %20" PRIu64 "  (event %" PRIu64 ")\n", "longest call (ns)", r->longest_call_ns,
+            r->longest_call_event + 1);
+    if (o->backend == REPLAY_BACKEND_HOST)
+        fprintf(f, "  %-26s %20" PRIu64 "  (%s)\n", "byte checks", r->verified,
+                o->verify_full ? "every byte" : "sparse windows");
+}
+
+void report_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void json_u64_or_null(FILE *f, const char *key, bool known, uint64_t v)
+{
+    if (known) fprintf(f, ",\"%s\":%" PRIu64, key, v);
+    else fprintf(f, ",\"%s\":null", key);
+}
+
+void report_json(FILE *f, const report *rep)
+{
+    const trace *t = rep->t;
+    const replay_result *r = rep->r;
+    const options *o = rep->o;
+    fputs("{\"trace\":", f);
+    report_json_string(f, t->name);
+    fputs(",\"file\":", f);
+    report_json_string(f, rep->path);
+    fprintf(f, ",\"backend\":\"%s\",\"layout\":\"%s\",\"relocation\":\"%s\",\"policy\":\"%s\"",
+            replay_backend_name(o->backend), layout_name(o->layout),
+            o->relocation == RELO_RELOCATION_OFF ? "off" : "auto", policy_name(o->policy));
+    json_u64_or_null(f, "capacity", rep->capacity != 0, rep->capacity);
+    fprintf(f, ",\"ok\":%s,\"status\":\"%s\"", r->status == RELO_OK ? "true" : "false",
+            relo_status_name(r->status));
+    fputs(",\"error\":", f);
+    if (r->status == RELO_OK) fputs("null", f);
+    else report_json_string(f, r->error);
+    json_u64_or_null(f, "failed_event", r->status != RELO_OK, r->failed_event);
+    fprintf(f, ",\"events\":%zu,\"events_done\":%" PRIu64 ",\"allocations\":%u,\"streams\":%u",
+            t->event_count, r->events_done, t->alloc_count, t->stream_count);
+    fprintf(f, ",\"peak_live_bytes\":%" PRIu64, r->peak_live);
+    fprintf(f, ",\"trace_peak_live_bytes\":%" PRIu64, t->peak_live_bytes);
+    json_u64_or_null(f, "header_peak_live_bytes", t->header_peak_known, t->header_peak_live_bytes);
+    fprintf(f, ",\"peak_reserved_bytes\":%" PRIu64 ",\"reserved_ratio\":%.6f", r->peak_reserved,
+            ratio(r->peak_reserved, r->peak_live));
+    fprintf(f, ",\"peak_outdated_bytes\":%" PRIu64, r->peak_outdated);
+    if (rep->fit && rep->fit->found)
+        fprintf(f, ",\"fit\":{\"capacity\":%" PRIu64 ",\"ratio\":%.6f,\"failed_below\":%" PRIu64
+                   ",\"replays\":%u,\"seconds\":%.3f}",
+                rep->fit->capacity, ratio(rep->fit->capacity, t->peak_live_bytes), rep->fit->failed_below,
+                rep->fit->replays, (double)rep->fit->elapsed_ns / 1e9);
+    else if (rep->fit) {
+        fputs(",\"fit\":{\"capacity\":null,\"ratio\":null,\"error\":", f);
+        report_json_string(f, rep->fit->error);
+        fputc('}', f);
+    } else
+        fputs(",\"fit\":null", f);
+    const relo_stats *s = &r->stats;
+    fprintf(f, ",\"relocations\":%" PRIu64 ",\"relocations_abandoned\":%" PRIu64
+               ",\"allocations_moved\":%" PRIu64 ",\"bytes_moved\":%" PRIu64
+               ",\"backend_allocs\":%" PRIu64 ",\"backend_frees\":%" PRIu64,
+            s->relocations, s->relocations_abandoned, s->allocations_moved, s->bytes_moved,
+            s->backend_allocs, s->backend_frees);
+    fprintf(f, ",\"ns_per_event\":%.1f,\"reserve_p50_ns\":%" PRIu64 ",\"reserve_p99_ns\":%" PRIu64
+               ",\"longest_call_ns\":%" PRIu64 ",\"longest_call_event\":%" PRIu64 ",\"wall_seconds\":%.3f",
+            ns_per_event(rep), r->reserve_p50_ns, r->reserve_p99_ns, r->longest_call_ns,
+            r->longest_call_event, rep->wall_s);
+    if (o->backend == REPLAY_BACKEND_HOST) fprintf(f, ",\"byte_checks\":%" PRIu64, r->verified);
+    fputs(",\"samples\":[", f);
+    for (size_t i = 0; i < r->samples.count; i++) {
+        const sample *p = &r->samples.points[i];
+        fprintf(f, "%s{\"event\":%" PRIu64 ",\"live\":%" PRIu64 ",\"reserved\":%" PRIu64
+                   ",\"outdated\":%" PRIu64 ",\"relocations\":%" PRIu64 "}",
+                i ? "," : "", p->event, p->live, p->reserved, p->outdated, p->relocations);
+    }
+    fputs("]}", f);
+}

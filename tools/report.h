@@ -1,0 +1,34 @@
+/*
+ * report.h — what relo-replay tells about one replay: a table for people,
+ * or a JSON object for machines (CI checks reserved ≥ live on its samples).
+ */
+#ifndef RELO_TOOLS_REPORT_H
+#define RELO_TOOLS_REPORT_H
+
+#include <stdio.h>
+
+#include "fit.h"
+#include "options.h"
+#include "replay.h"
+#include "trace.h"
+
+typedef struct report {
+    const char *path;           /**< the trace's file */
+    const trace *t;
+    const options *o;
+    uint64_t capacity;          /**< capacity of the reported replay; 0 = unlimited */
+    const replay_result *r;     /**< the reported replay */
+    const fit_result *fit;      /**< NULL without --fit */
+    double wall_s;              /**< seconds for this trace, fit included */
+} report;
+
+/** Writes the table to f. */
+void report_text(FILE *f, const report *rep);
+
+/** Writes one JSON object (no trailing newline) to f. */
+void report_json(FILE *f, const report *rep);
+
+/** Writes s as a JSON string literal, quotes included. */
+void report_json_string(FILE *f, const char *s);
+
+#endif /* RELO_TOOLS_REPORT_H */

@@ -1,0 +1,255 @@
+/*
+ * svg.c — the replay timeline as a standalone SVG 1.1 file.
+ *
+ * Reserved is drawn from each bucket's highest value and live from its
+ * peak moment, so the picture keeps every short peak the samples saw and
+ * reserved never dips below live on screen.
+ */
+#include "svg.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "units.h"
+
+enum { WIDTH = 960, HEIGHT = 540, LEFT = 86, RIGHT = 28, TOP = 74, BOTTOM = 70 };
+
+#define COLOR_RESERVED "#9ecae1"
+#define STROKE_RESERVED "#3182bd"
+#define COLOR_LIVE "#fd8d3c"
+#define STROKE_LIVE "#d94801"
+#define COLOR_OUTDATED "#c51b8a"
+#define COLOR_RELOC "#54278f"
+
+typedef struct frame {
+    double x0, y0, w, h;     /* plot area: x0,y0 is the top-left corner */
+    double max_event;
+    double max_bytes;
+    uint64_t unit;           /* bytes per axis unit */
+    const char *unit_name;
+} frame;
+
+static double fx(const frame *fr, double event)
+{
+    return fr->x0 + (fr->max_event > 0 ? event / fr->max_event : 0) * fr->w;
+}
+
+static double fy(const frame *fr, double bytes)
+{
+    return fr->y0 + fr->h - (fr->max_bytes > 0 ? bytes / fr->max_bytes : 0) * fr->h;
+}
+
+/* A "nice" step (1, 2, 2.5 or 5 × 10^k) giving about `want` ticks over span. */
+static double nice_step(double span, int want)
+{
+    if (span <= 0) return 1;
+    double raw = span / want;
+    double p = pow(10, floor(log10(raw)));
+    double m = raw / p;
+    double step = m <= 1 ? 1 : m <= 2 ? 2 : m <= 2.5 ? 2.5 : m <= 5 ? 5 : 10;
+    return step * p;
+}
+
+static void text_escaped(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '&') fputs("&amp;", f);
+        else if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '"') fputs("&quot;", f);
+        else fputc(*s, f);
+    }
+}
+
+static void choose_unit(frame *fr, double max_bytes)
+{
+    static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    uint64_t unit = 1;
+    while (i < 4 && max_bytes >= (double)unit * 1024.0 * 1.5) {
+        unit *= 1024;
+        i++;
+    }
+    fr->unit = unit;
+    fr->unit_name = names[i];
+}
+
+static void axes(FILE *f, const frame *fr)
+{
+    /* Horizontal grid lines with byte labels. */
+    double span_units = fr->max_bytes / (double)fr->unit;
+    double step = nice_step(span_units, 6);
+    for (double v = 0; v <= span_units + 1e-9; v += step) {
+        double y = fy(fr, v * (double)fr->unit);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", fr->x0, y,
+                fr->x0 + fr->w, y);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" class=\"tick\">%g %s</text>\n",
+                fr->x0 - 6, y + 4, v, fr->unit_name);
+    }
+    double estep = nice_step(fr->max_event, 8);
+    if (estep < 1) estep = 1;
+    for (double e = 0; e <= fr->max_event + 1e-9; e += estep) {
+        double x = fx(fr, e);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#f0f0f0\"/>\n", x, fr->y0,
+                x, fr->y0 + fr->h);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" class=\"tick\">%.0f</text>\n", x,
+                fr->y0 + fr->h + 30, e);
+    }
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#888\"/>\n",
+            fr->x0, fr->y0, fr->w, fr->h);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" class=\"axis\">event</text>\n",
+            fr->x0 + fr->w / 2, fr->y0 + fr->h + 52);
+    fprintf(f, "<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\" class=\"axis\">"
+               "device memory (%s)</text>\n", fr->y0 + fr->h / 2, fr->unit_name);
+}
+
+/* The filled area under one series: which = 0 live, 1 reserved (bucket max). */
+static void area(FILE *f, const frame *fr, const sampler *s, int which, const char *fill, const char *stroke)
+{
+    fprintf(f, "<path fill=\"%s\" stroke=\"%s\" stroke-width=\"1.2\" stroke-linejoin=\"round\" d=\"M%.1f %.1f",
+            fill, stroke, fx(fr, (double)s->points[0].event), fy(fr, 0));
+    for (size_t i = 0; i < s->count; i++) {
+        const sample *p = &s->points[i];
+        double v = (double)(which == 0 ? p->live : p->reserved_max);
+        fprintf(f, " L%.1f %.1f", fx(fr, (double)p->event), fy(fr, v));
+    }
+    fprintf(f, " L%.1f %.1f Z\"/>\n", fx(fr, (double)s->points[s->count - 1].event), fy(fr, 0));
+}
+
+static void outdated_line(FILE *f, const frame *fr, const sampler *s)
+{
+    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" points=\"", COLOR_OUTDATED);
+    for (size_t i = 0; i < s->count; i++)
+        fprintf(f, "%s%.1f,%.1f", i ? " " : "", fx(fr, (double)s->points[i].event),
+                fy(fr, (double)s->points[i].outdated_max));
+    fputs("\"/>\n", f);
+}
+
+static void relocation_ticks(FILE *f, const frame *fr, const sampler *s)
+{
+    double base = fr->y0 + fr->h;
+    fprintf(f, "<g stroke=\"%s\" stroke-width=\"1.4\">\n", COLOR_RELOC);
+    double last_x = -10;
+    for (size_t i = 0; i < s->count; i++) {
+        if (!s->points[i].relocations) continue;
+        double x = fx(fr, (double)s->points[i].event);
+        if (x - last_x < 1.5) continue; /* one tick per pixel is enough */
+        last_x = x;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x, base + 2, x, base + 12);
+    }
+    fputs("</g>\n", f);
+}
+
+static void legend(FILE *f, const frame *fr, bool capacity)
+{
+    double x = fr->x0 + 12, y = fr->y0 + 10;
+    int rows = capacity ? 5 : 4;
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"178\" height=\"%d\" rx=\"4\" fill=\"white\" "
+               "fill-opacity=\"0.9\" stroke=\"#bbb\"/>\n", x, y, 10 + rows * 18);
+    struct { const char *fill, *stroke, *label; int kind; } items[] = {
+        {COLOR_RESERVED, STROKE_RESERVED, "reserved (pages held)", 0},
+        {COLOR_LIVE, STROKE_LIVE, "live (in use)", 0},
+        {"none", COLOR_OUTDATED, "outdated pages", 1},
+        {"none", COLOR_RELOC, "relocation", 2},
+        {"none", "#555", "capacity", 3},
+    };
+    for (int i = 0; i < rows; i++) {
+        double cy = y + 14 + i * 18;
+        if (items[i].kind == 0)
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"16\" height=\"10\" fill=\"%s\" stroke=\"%s\"/>\n",
+                    x + 8, cy - 5, items[i].fill, items[i].stroke);
+        else if (items[i].kind == 2)
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.4\"/>\n",
+                    x + 16, cy - 6, x + 16, cy + 6, items[i].stroke);
+        else
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\"%s/>\n",
+                    x + 8, cy, x + 24, cy, items[i].stroke, items[i].kind == 3 ? " stroke-dasharray=\"5 3\"" : "");
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"legend\">%s</text>\n", x + 32, cy + 4, items[i].label);
+    }
+}
+
+/* A marker with a label, kept inside the plot. */
+static void mark(FILE *f, const frame *fr, double event, double bytes, const char *color, const char *label,
+                 double dy)
+{
+    double x = fx(fr, event), y = fy(fr, bytes);
+    bool right_side = x > fr->x0 + fr->w * 0.62;
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\" stroke=\"white\"/>\n", x, y, color);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" class=\"note\" fill=\"%s\">", 
+            right_side ? x - 7 : x + 7, y + dy, right_side ? "end" : "start", color);
+    text_escaped(f, label);
+    fputs("</text>\n", f);
+}
+
+bool svg_write(const char *path, const report *rep)
+{
+    const sampler *s = &rep->r->samples;
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    frame fr = {LEFT, TOP, WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM, 0, 0, 1, "B"};
+    uint64_t top = rep->r->peak_reserved > rep->r->peak_live ? rep->r->peak_reserved : rep->r->peak_live;
+    size_t peak_res_i = 0;
+    for (size_t i = 0; i < s->count; i++) {
+        if (s->points[i].reserved_max > top) top = s->points[i].reserved_max;
+        if (s->points[i].reserved_max > s->points[peak_res_i].reserved_max) peak_res_i = i;
+    }
+    bool show_capacity = rep->capacity && (double)rep->capacity < (double)top * 1.6;
+    if (show_capacity && rep->capacity > top) top = rep->capacity;
+    choose_unit(&fr, (double)top);
+    double step = nice_step((double)top / (double)fr.unit, 6) * (double)fr.unit;
+    fr.max_bytes = ceil((double)top * 1.04 / step) * step;
+    if (fr.max_bytes <= 0) fr.max_bytes = 1;
+    fr.max_event = s->count ? (double)(rep->t->event_count > 1 ? rep->t->event_count - 1 : 1) : 1;
+
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
+               "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\">\n",
+            WIDTH, HEIGHT, WIDTH, HEIGHT);
+    fputs("<style>.tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}"
+          ".legend{font-size:12px;fill:#222}.note{font-size:12px;font-weight:bold}"
+          ".title{font-size:19px;font-weight:bold;fill:#111}.sub{font-size:12px;fill:#555}</style>\n", f);
+    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", WIDTH, HEIGHT);
+    fprintf(f, "<text x=\"%d\" y=\"28\" class=\"title\">", LEFT);
+    text_escaped(f, rep->t->name);
+    fputs("</text>\n", f);
+
+    char live[32], reserved[32], cap[32], fit[64] = "";
+    const options *o = rep->o;
+    if (rep->fit && rep->fit->found)
+        snprintf(fit, sizeof fit, " · fit ratio %.3f", (double)rep->fit->capacity / (double)rep->t->peak_live_bytes);
+    fprintf(f, "<text x=\"%d\" y=\"50\" class=\"sub\">relo-replay · %s backend · %s layout · relocation %s · "
+               "capacity %s · %zu events · peak reserved / live %.3f%s</text>\n",
+            LEFT, replay_backend_name(o->backend), o->layout == RELO_LAYOUT_EXCLUSIVE ? "exclusive" : "adaptive",
+            o->relocation == RELO_RELOCATION_OFF ? "off" : "auto",
+            rep->capacity ? units_format_bytes(rep->capacity, cap, sizeof cap) : "unlimited",
+            rep->t->event_count,
+            rep->r->peak_live ? (double)rep->r->peak_reserved / (double)rep->r->peak_live : 0.0, fit);
+
+    axes(f, &fr);
+    if (s->count) {
+        area(f, &fr, s, 1, COLOR_RESERVED, STROKE_RESERVED);
+        area(f, &fr, s, 0, COLOR_LIVE, STROKE_LIVE);
+        outdated_line(f, &fr, s);
+        relocation_ticks(f, &fr, s);
+        if (show_capacity) {
+            double y = fy(&fr, (double)rep->capacity);
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
+                       "stroke-width=\"1.4\" stroke-dasharray=\"5 3\"/>\n", fr.x0, y, fr.x0 + fr.w, y);
+        }
+        char label[96];
+        units_format_bytes(rep->r->peak_reserved, reserved, sizeof reserved);
+        snprintf(label, sizeof label, "peak reserved %s", reserved);
+        mark(f, &fr, (double)s->points[peak_res_i].event,
+             (double)s->points[peak_res_i].reserved_max, STROKE_RESERVED, label, -8);
+        units_format_bytes(rep->r->peak_live, live, sizeof live);
+        snprintf(label, sizeof label, "peak live %s", live);
+        mark(f, &fr, (double)rep->r->peak_event, (double)rep->r->peak_live, STROKE_LIVE, label, 16);
+    }
+    legend(f, &fr, show_capacity);
+    fputs("</svg>\n", f);
+    bool ok = !ferror(f);
+    if (fclose(f) != 0) ok = false;
+    return ok;
+}
