@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "compaction.h"
 #include "hostmem.h"
 #include "log.h"
 #include "relocation.h"
@@ -285,6 +286,7 @@ void relo__device_cleanup_explicit(relo_device *d)
     if (d->recording) return;
     relo__relocate(d, NULL, RELO_REASON_EXPLICIT);
     relo__device_cleanup_periodic(d);
+    relo__compact_and_release(d, UINT64_MAX, true, RELO_REASON_EXPLICIT);
     for (uint32_t i = 0; i < d->stream_count; i++) {
         relo__stream_each_pool(d->streams[i], release_empty, NULL);
         relo__arena_drop_empty_pools(&d->streams[i]->arena);

@@ -16,9 +16,10 @@ static void update(relo_slice *s)
     s->max_length = m;
 }
 
-/* a before b in the pool's preference order: lower page, then lower offset. */
-static int before(const relo_slice *a, const relo_slice *b)
+/* a before b in the tree's order: (length,) lower page, lower offset. */
+static int before(const relo_slice *a, const relo_slice *b, bool by_size)
 {
+    if (by_size && a->length != b->length) return a->length < b->length;
     if (a->page->order != b->page->order) return a->page->order < b->page->order;
     return a->offset < b->offset;
 }
@@ -43,25 +44,25 @@ static relo_slice *rotate_left(relo_slice *s)
     return r;
 }
 
-static relo_slice *insert(relo_slice *root, relo_slice *n)
+static relo_slice *insert(relo_slice *root, relo_slice *n, bool by_size)
 {
     if (!root) return n;
-    if (before(n, root)) {
-        root->left = insert(root->left, n);
+    if (before(n, root, by_size)) {
+        root->left = insert(root->left, n, by_size);
         if (root->left->priority > root->priority) return rotate_right(root);
     } else {
-        root->right = insert(root->right, n);
+        root->right = insert(root->right, n, by_size);
         if (root->right->priority > root->priority) return rotate_left(root);
     }
     update(root);
     return root;
 }
 
-void relo__free_tree_insert(relo_slice **root, relo_slice *slice)
+void relo__free_tree_insert(relo_slice **root, relo_slice *slice, bool by_size)
 {
     slice->left = slice->right = NULL;
     slice->max_length = slice->length;
-    *root = insert(*root, slice);
+    *root = insert(*root, slice, by_size);
 }
 
 /* Joins two treaps where every key of a precedes every key of b. */
@@ -79,26 +80,39 @@ static relo_slice *merge(relo_slice *a, relo_slice *b)
     return b;
 }
 
-static relo_slice *remove_node(relo_slice *root, relo_slice *n)
+static relo_slice *remove_node(relo_slice *root, relo_slice *n, bool by_size)
 {
-    if (!root) return NULL; /* not present: the caller's bug, checked in debug */
+    if (!root) return NULL; /* not present: harmless, the tree is unchanged */
     if (root == n) return merge(root->left, root->right);
-    if (before(n, root))
-        root->left = remove_node(root->left, n);
+    if (before(n, root, by_size))
+        root->left = remove_node(root->left, n, by_size);
     else
-        root->right = remove_node(root->right, n);
+        root->right = remove_node(root->right, n, by_size);
     update(root);
     return root;
 }
 
-void relo__free_tree_remove(relo_slice **root, relo_slice *slice)
+void relo__free_tree_remove(relo_slice **root, relo_slice *slice, bool by_size)
 {
-    *root = remove_node(*root, slice);
+    *root = remove_node(*root, slice, by_size);
     slice->left = slice->right = NULL;
 }
 
-relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length)
+relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length, bool by_size)
 {
+    if (by_size) {
+        /* Lower bound of (length, 0, 0): the leftmost node long enough. */
+        relo_slice *best = NULL;
+        for (relo_slice *s = root; s;) {
+            if (s->length >= length) {
+                best = s;
+                s = s->left;
+            } else {
+                s = s->right;
+            }
+        }
+        return best;
+    }
     relo_slice *s = root;
     if (!s || s->max_length < length) return NULL;
     for (;;) {
@@ -111,24 +125,25 @@ relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length)
     }
 }
 
-static bool check(const relo_slice *s, const relo_slice *lo, const relo_slice *hi, uint64_t *count)
+static bool check(const relo_slice *s, const relo_slice *lo, const relo_slice *hi, bool by_size,
+                  uint64_t *count)
 {
     if (!s) return true;
     (*count)++;
     if (s->state != RELO_SLICE_FREE) return false;
-    if (lo && !before(lo, s)) return false;
-    if (hi && !before(s, hi)) return false;
+    if (lo && !before(lo, s, by_size)) return false;
+    if (hi && !before(s, hi, by_size)) return false;
     if (s->left && s->left->priority > s->priority) return false;
     if (s->right && s->right->priority > s->priority) return false;
     uint64_t m = s->length;
     if (max_of(s->left) > m) m = max_of(s->left);
     if (max_of(s->right) > m) m = max_of(s->right);
     if (m != s->max_length) return false;
-    return check(s->left, lo, s, count) && check(s->right, s, hi, count);
+    return check(s->left, lo, s, by_size, count) && check(s->right, s, hi, by_size, count);
 }
 
-bool relo__free_tree_check(const relo_slice *root, uint64_t *count)
+bool relo__free_tree_check(const relo_slice *root, bool by_size, uint64_t *count)
 {
     *count = 0;
-    return check(root, NULL, NULL, count);
+    return check(root, NULL, NULL, by_size, count);
 }

@@ -62,6 +62,7 @@ typedef struct relo_page {
     uint32_t guards;            /* sealed graphs using this page */
     uint32_t touch_stamp;       /* capture epoch that last touched it */
     uint32_t suspicion;         /* exclusive pools: how unused it looks */
+    bool fenced;                /* a compaction source: its room serves nothing */
     bool pending;               /* queued on the device's release list */
     bool on_free_list;          /* exclusive/persistent: in pool->free_pages */
     struct relo_page *pending_next;

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "device.h"
-#include "free_tree.h"
 #include "hostmem.h"
 
 const char *relo__pool_kind_name(relo_pool_kind kind)
@@ -86,7 +85,7 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
     whole->length = size;
     whole->state = RELO_SLICE_FREE;
     page->first = whole;
-    if (pool->kind == RELO_POOL_SLICED) relo__free_tree_insert(&pool->free_root, whole);
+    if (pool->kind == RELO_POOL_SLICED) relo__pool_tree_insert(pool, whole);
 
     add_reserved(pool, size);
     s->counters.backend_allocs++;
@@ -99,12 +98,12 @@ void relo__pool_page_release(relo_pool *pool, relo_page *page)
 {
     struct relo_stream *s = pool->stream;
     relo_device *d = s->device;
-    RELO_ASSERT(page->occupied == 0 && page->guards == 0 && !page->pending);
+    RELO_ASSERT(page->occupied == 0 && page->guards == 0 && !page->pending && !page->fenced);
     if (page->on_free_list) relo__pool_free_page_remove(pool, page);
     relo_slice *sl = page->first;
     while (sl) {
         relo_slice *next = sl->next;
-        if (pool->kind == RELO_POOL_SLICED) relo__free_tree_remove(&pool->free_root, sl);
+        if (pool->kind == RELO_POOL_SLICED) relo__pool_tree_remove(pool, sl);
         relo__slice_delete(&d->slab, sl);
         sl = next;
     }
@@ -128,7 +127,7 @@ uint32_t relo__pool_release_empty(relo_pool *pool)
     uint32_t released = 0;
     for (uint32_t i = pool->page_count; i-- > 0;) {
         relo_page *p = pool->pages[i];
-        if (p->occupied == 0 && p->guards == 0 && !p->pending) {
+        if (p->occupied == 0 && p->guards == 0 && !p->pending && !p->fenced) {
             relo__pool_page_release(pool, p);
             released++;
         }
@@ -154,6 +153,7 @@ void relo__pool_destroy(relo_pool *pool)
         }
         if (p->guards) pool->guarded_pages--;
         p->guards = 0;
+        p->fenced = false;
         p->occupied = 0;
         p->occupied_bytes = 0;
         if (p->pending) {
@@ -194,10 +194,10 @@ void relo__pool_slice_take(relo_pool *pool, relo_slice *slice, uint64_t size, ui
 static relo_slice *merge_neighbours(relo_pool *pool, relo_slice *sl)
 {
     relo_slice_slab *slab = &pool->stream->device->slab;
-    bool in_tree = sl->page->guards == 0;
+    bool in_tree = relo__page_serves(sl->page);
     relo_slice *prev = sl->prev, *next = sl->next;
     if (prev && prev->state == RELO_SLICE_FREE) {
-        if (in_tree) relo__free_tree_remove(&pool->free_root, prev);
+        if (in_tree) relo__pool_tree_remove(pool, prev);
         prev->length += sl->length;
         prev->next = next;
         if (next) next->prev = prev;
@@ -205,7 +205,7 @@ static relo_slice *merge_neighbours(relo_pool *pool, relo_slice *sl)
         sl = prev;
     }
     if (next && next->state == RELO_SLICE_FREE) {
-        if (in_tree) relo__free_tree_remove(&pool->free_root, next);
+        if (in_tree) relo__pool_tree_remove(pool, next);
         sl->length += next->length;
         sl->next = next->next;
         if (next->next) next->next->prev = sl;
@@ -240,8 +240,8 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
     switch (pool->kind) {
     case RELO_POOL_SLICED:
         slice = merge_neighbours(pool, slice);
-        if (page->guards == 0) relo__free_tree_insert(&pool->free_root, slice);
-        if (page->occupied == 0 && page->guards == 0 && pool->outdated)
+        if (relo__page_serves(page)) relo__pool_tree_insert(pool, slice);
+        if (page->occupied == 0 && relo__page_serves(page) && pool->outdated)
             relo__device_queue_release(d, page);
         break;
     case RELO_POOL_EXCLUSIVE:
@@ -258,14 +258,33 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
     }
 }
 
+/* Takes a sliced page's free room out of the tree, or puts it back. */
+static void set_in_service(relo_pool *pool, relo_page *page, bool serve)
+{
+    if (pool->kind != RELO_POOL_SLICED) return;
+    for (relo_slice *sl = page->first; sl; sl = sl->next) {
+        if (sl->state != RELO_SLICE_FREE) continue;
+        if (serve)
+            relo__pool_tree_insert(pool, sl);
+        else
+            relo__pool_tree_remove(pool, sl);
+    }
+}
+
+/* After a page serves again: an empty page goes back where its pool says. */
+static void after_back_in_service(relo_pool *pool, relo_page *page)
+{
+    relo_device *d = pool->stream->device;
+    if (page->occupied != 0) return;
+    if ((pool->kind == RELO_POOL_SLICED && pool->outdated) || pool->kind == RELO_POOL_DEDICATED)
+        relo__device_queue_release(d, page);
+}
+
 void relo__pool_page_guard(relo_pool *pool, relo_page *page)
 {
-    if (page->guards++ > 0) return;
-    pool->guarded_pages++;
-    if (pool->kind == RELO_POOL_SLICED) {
-        for (relo_slice *sl = page->first; sl; sl = sl->next)
-            if (sl->state == RELO_SLICE_FREE) relo__free_tree_remove(&pool->free_root, sl);
-    }
+    bool was_serving = relo__page_serves(page);
+    if (page->guards++ == 0) pool->guarded_pages++;
+    if (was_serving) set_in_service(pool, page, false);
 }
 
 void relo__pool_page_unguard(relo_pool *pool, relo_page *page)
@@ -273,14 +292,25 @@ void relo__pool_page_unguard(relo_pool *pool, relo_page *page)
     RELO_ASSERT(page->guards > 0);
     if (--page->guards > 0) return;
     pool->guarded_pages--;
-    relo_device *d = pool->stream->device;
-    if (pool->kind == RELO_POOL_SLICED) {
-        for (relo_slice *sl = page->first; sl; sl = sl->next)
-            if (sl->state == RELO_SLICE_FREE) relo__free_tree_insert(&pool->free_root, sl);
-        if (page->occupied == 0 && pool->outdated) relo__device_queue_release(d, page);
-    } else if (pool->kind == RELO_POOL_DEDICATED && page->occupied == 0) {
-        relo__device_queue_release(d, page);
-    }
+    if (!relo__page_serves(page)) return;
+    set_in_service(pool, page, true);
+    after_back_in_service(pool, page);
+}
+
+void relo__pool_page_fence(relo_pool *pool, relo_page *page)
+{
+    RELO_ASSERT(!page->fenced);
+    if (relo__page_serves(page)) set_in_service(pool, page, false);
+    page->fenced = true;
+}
+
+void relo__pool_page_unfence(relo_pool *pool, relo_page *page)
+{
+    RELO_ASSERT(page->fenced);
+    page->fenced = false;
+    if (!relo__page_serves(page)) return;
+    set_in_service(pool, page, true);
+    after_back_in_service(pool, page);
 }
 
 void relo__pool_free_page_push(relo_pool *pool, relo_page *page)
@@ -332,7 +362,7 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
             if (sl->state == RELO_SLICE_FREE) {
                 if (pool->kind == RELO_POOL_SLICED) {
                     if (prev && prev->state == RELO_SLICE_FREE) FAIL("two free neighbours not merged");
-                    if (!p->guards) free_slices++;
+                    if (relo__page_serves(p)) free_slices++;
                 }
                 continue;
             }
@@ -355,6 +385,7 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
         }
         if (occupied != p->occupied || occupied_bytes != p->occupied_bytes)
             FAIL("page occupancy counters are wrong");
+        if (p->fenced) FAIL("a page is still fenced outside a compaction pass");
         if (pool->outdated && pool->kind == RELO_POOL_SLICED && p->occupied == 0 && !p->guards &&
             !p->pending && d->recording == 0)
             FAIL("empty outdated page is not queued for release");
@@ -366,7 +397,7 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
     if (guarded != pool->guarded_pages) FAIL("pool guarded page count is wrong");
     if (pool->kind == RELO_POOL_SLICED) {
         uint64_t in_tree = 0;
-        if (!relo__free_tree_check(pool->free_root, &in_tree)) FAIL("free tree is malformed");
+        if (!relo__free_tree_check(pool->free_root, pool->best_fit, &in_tree)) FAIL("free tree is malformed");
         if (in_tree != free_slices) FAIL("free tree does not hold exactly the free slices");
     }
     return true;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "free_tree.h"
 #include "page.h"
 
 struct relo_stream;
@@ -35,6 +36,11 @@ typedef struct relo_pool {
     int slot;                   /* arena slot, or -1 */
     bool outdated;              /* serves nothing new; pages go back once empty */
     bool periodic_release;      /* exclusive: the suspicion rule applies */
+    bool best_fit;              /* sliced: free tree by size (dense policy) */
+    bool variable_pages;        /* sliced: each new page sized to its request (dense large pool) */
+    uint64_t granule;           /* variable_pages: new pages are multiples of this */
+    uint64_t small_request_max; /* variable_pages: requests up to this ... */
+    uint64_t small_request_page; /* ... get a new page of this size */
 
     relo_page **pages;          /* every page held, page->index is the position */
     uint32_t page_count, page_cap;
@@ -53,6 +59,20 @@ typedef struct relo_pool {
     uint64_t bytes_reserved;    /* sum of page sizes */
     uint64_t guarded_pages;
 } relo_pool;
+
+/** True when a page's free room may serve new reservations: no graph
+ *  guards it and no compaction pass has fenced it off. */
+static inline bool relo__page_serves(const relo_page *page) { return page->guards == 0 && !page->fenced; }
+
+/** The pool's free-tree operations, in the pool's order. */
+static inline void relo__pool_tree_insert(relo_pool *pool, relo_slice *s)
+{
+    relo__free_tree_insert(&pool->free_root, s, pool->best_fit);
+}
+static inline void relo__pool_tree_remove(relo_pool *pool, relo_slice *s)
+{
+    relo__free_tree_remove(&pool->free_root, s, pool->best_fit);
+}
 
 /** Sets up an empty pool. */
 void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name,
@@ -92,6 +112,11 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice);
 void relo__pool_page_guard(relo_pool *pool, relo_page *page);
 /** Drops a guard; the last one puts the room back in service. */
 void relo__pool_page_unguard(relo_pool *pool, relo_page *page);
+
+/** Fences a page off for a compaction pass: its room serves nothing (so
+ *  targets never land on a source) until relo__pool_page_unfence. */
+void relo__pool_page_fence(relo_pool *pool, relo_page *page);
+void relo__pool_page_unfence(relo_pool *pool, relo_page *page);
 
 /** Adds a page with no allocation to the free-page list (exclusive,
  *  persistent). */

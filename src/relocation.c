@@ -19,6 +19,7 @@
 #include "relocation.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "device.h"
@@ -27,22 +28,9 @@
 #include "sliced_pool.h"
 #include "trigger.h"
 
-typedef struct relo_move {
-    relo_slice *src;
-    relo_slice *dst;
-    uint32_t slot;
-} relo_move;
-
-typedef struct relo_plan {
-    relo_move *moves;
-    uint32_t count, cap;
-    uint64_t bytes;        /* requested bytes planned */
-    uint64_t started_ns;   /* for the pass's time bound */
-} relo_plan;
-
-/* Proof that every copy of a plan landed: only copy_all() makes one. */
+/* Proof that every copy of a pass landed: only copy_all() makes one. */
 typedef struct relo_landed {
-    const relo_plan *plan;
+    const relo_pass *pass;
 } relo_landed;
 
 typedef enum relo_copy_outcome {
@@ -52,11 +40,6 @@ typedef enum relo_copy_outcome {
     RELO_COPY_OUTCOME_COUNT
 } relo_copy_outcome;
 
-typedef struct relo_candidate {
-    relo_page *page;
-    uint64_t live_bytes;
-} relo_candidate;
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -64,15 +47,14 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int by_live_bytes(const void *a, const void *b)
+int relo__candidate_order(const void *a, const void *b)
 {
     const relo_candidate *x = a, *y = b;
     if (x->live_bytes != y->live_bytes) return x->live_bytes < y->live_bytes ? -1 : 1;
     return x->page->order < y->page->order ? -1 : (x->page->order > y->page->order);
 }
 
-/* Live bytes of a page whose every occupied slice can move, else 0. */
-static uint64_t movable_bytes(const relo_page *page)
+uint64_t relo__page_movable_bytes(const relo_page *page)
 {
     if (page->guards || page->occupied == 0) return 0;
     uint64_t bytes = 0;
@@ -84,7 +66,7 @@ static uint64_t movable_bytes(const relo_page *page)
     return bytes;
 }
 
-static bool plan_grow(relo_plan *plan)
+static bool plan_grow(relo_pass *plan)
 {
     if (plan->count < plan->cap) return true;
     uint32_t cap = plan->cap ? plan->cap * 2 : 64;
@@ -95,7 +77,7 @@ static bool plan_grow(relo_plan *plan)
     return true;
 }
 
-static void free_targets(relo_plan *plan, uint32_t from)
+static void free_targets(relo_pass *plan, uint32_t from)
 {
     for (uint32_t i = from; i < plan->count; i++) {
         relo_slice *dst = plan->moves[i].dst;
@@ -105,27 +87,47 @@ static void free_targets(relo_plan *plan, uint32_t from)
     plan->count = from;
 }
 
-/* Reserves targets for every allocation of page, or none. */
-static bool plan_page(relo_plan *plan, relo_pool *target, relo_page *page, bool allow_new_page)
+static int by_size_desc(const void *a, const void *b)
+{
+    const relo_slice *x = *(relo_slice *const *)a, *y = *(relo_slice *const *)b;
+    if (x->size != y->size) return x->size > y->size ? -1 : 1;
+    return x->offset < y->offset ? -1 : (x->offset > y->offset);
+}
+
+bool relo__pass_plan_page(relo_pass *plan, relo_pool *target, relo_page *page, relo_new_page new_page)
 {
     uint32_t mark = plan->count;
-    for (relo_slice *sl = page->first; sl; sl = sl->next) {
+    /* Largest first packs best into a best-fit pool's holes; address order
+     * is as good as any for a first-fit one. */
+    relo_slice *stack[64];
+    relo_slice **order = stack;
+    uint32_t n = 0;
+    if (target->best_fit && page->occupied > 1) {
+        if (page->occupied > 64 && !(order = relo__malloc(page->occupied * sizeof *order))) return false;
+        for (relo_slice *sl = page->first; sl; sl = sl->next)
+            if (sl->state == RELO_SLICE_LIVE) order[n++] = sl;
+        qsort(order, n, sizeof *order, by_size_desc);
+    }
+    bool ok = true;
+    relo_slice *sl = n ? order[0] : page->first;
+    for (uint32_t i = 0; sl; sl = n ? (++i < n ? order[i] : NULL) : sl->next) {
         if (sl->state != RELO_SLICE_LIVE) continue;
         relo_slice *dst = NULL;
         if (!plan_grow(plan) ||
-            relo__sliced_reserve(target, sl->size, sl->slot, RELO_SLICE_TARGET, allow_new_page, &dst) !=
-                RELO_OK) {
+            relo__sliced_reserve_in(target, sl->size, sl->slot, RELO_SLICE_TARGET, new_page, &dst) != RELO_OK) {
             free_targets(plan, mark);
-            return false;
+            ok = false;
+            break;
         }
         plan->moves[plan->count++] = (relo_move){sl, dst, sl->slot};
         plan->bytes += sl->size;
     }
-    return true;
+    if (order != stack) relo__free(order);
+    return ok;
 }
 
 /* Plans the outdated pages of one stream's arena. */
-static void plan_arena(relo_device *d, relo_stream *s, relo_reason reason, relo_plan *plan)
+static void plan_arena(relo_stream *s, relo_pass *plan)
 {
     relo_arena *arena = &s->arena;
     relo_pool *target = relo__arena_current(arena);
@@ -141,24 +143,22 @@ static void plan_arena(relo_device *d, relo_stream *s, relo_reason reason, relo_
         relo_pool *p = arena->slots[i];
         if (!p || !p->outdated) continue;
         for (uint32_t j = 0; j < p->page_count; j++) {
-            uint64_t bytes = movable_bytes(p->pages[j]);
+            uint64_t bytes = relo__page_movable_bytes(p->pages[j]);
             if (bytes) c[m++] = (relo_candidate){p->pages[j], bytes};
         }
     }
-    qsort(c, m, sizeof *c, by_live_bytes);
-    bool allow_new = reason == RELO_REASON_ARENA_FULL || reason == RELO_REASON_CAPTURE;
+    qsort(c, m, sizeof *c, relo__candidate_order);
+    relo_new_page allow_new = plan->reason == RELO_REASON_ARENA_FULL || plan->reason == RELO_REASON_CAPTURE
+                                  ? RELO_NEW_PAGE_POOL_RULE
+                                  : RELO_NEW_PAGE_NONE;
     for (uint32_t i = 0; i < m; i++) {
-        if (plan->count > 0 && d->desc.pass_max_bytes &&
-            plan->bytes + c[i].live_bytes > d->desc.pass_max_bytes)
-            break; /* a bounded pass leaves the rest for the next trigger */
-        if (plan->count > 0 && d->desc.pass_max_ns && now_ns() - plan->started_ns > d->desc.pass_max_ns)
-            break;
-        plan_page(plan, target, c[i].page, allow_new);
+        if (relo__pass_full(plan, c[i].live_bytes)) break; /* the rest waits for the next trigger */
+        relo__pass_plan_page(plan, target, c[i].page, allow_new);
     }
     relo__free(c);
 }
 
-static relo_copy_outcome copy_all(relo_device *d, const relo_plan *plan, relo_landed *landed)
+static relo_copy_outcome copy_all(relo_device *d, const relo_pass *plan, relo_landed *landed)
 {
     relo_backend *b = d->backend;
     if (b->ops.wait_device(b->ctx) != RELO_OK) return RELO_COPY_ABANDONED;
@@ -171,13 +171,14 @@ static relo_copy_outcome copy_all(relo_device *d, const relo_plan *plan, relo_la
     /* Always wait: a refused enqueue says nothing of the copies before it. */
     if (b->ops.wait_copies(b->ctx) != RELO_OK) return RELO_COPY_UNKNOWN;
     if (enqueued != RELO_OK) return RELO_COPY_ABANDONED;
-    landed->plan = plan;
+    landed->pass = plan;
     return RELO_COPY_LANDED;
 }
 
-static void commit(relo_device *d, const relo_landed *landed, uint64_t pass)
+static void commit(relo_device *d, const relo_landed *landed)
 {
-    const relo_plan *plan = landed->plan;
+    const relo_pass *plan = landed->pass;
+    uint64_t pass = plan->id;
     for (uint32_t i = 0; i < plan->count; i++) {
         const relo_move *mv = &plan->moves[i];
         relo_slice *src = mv->src, *dst = mv->dst;
@@ -199,8 +200,9 @@ static void commit(relo_device *d, const relo_landed *landed, uint64_t pass)
     d->counters.relocations++;
 }
 
-static void count_abandoned(relo_device *d, const relo_plan *plan, uint64_t pass)
+static void count_abandoned(relo_device *d, const relo_pass *plan)
 {
+    uint64_t pass = plan->id;
     for (uint32_t i = 0; i < plan->count; i++) {
         relo_stream *s = plan->moves[i].src->page->pool->stream;
         if (s->relocation_pass != pass) {
@@ -211,7 +213,7 @@ static void count_abandoned(relo_device *d, const relo_plan *plan, uint64_t pass
     d->counters.relocations_abandoned++;
 }
 
-static void leak_all(relo_plan *plan)
+static void leak_all(relo_pass *plan)
 {
     for (uint32_t i = 0; i < plan->count; i++) {
         relo_move *mv = &plan->moves[i];
@@ -220,7 +222,67 @@ static void leak_all(relo_plan *plan)
     }
 }
 
-static bool relocation_allowed(const relo_device *d)
+void relo__pass_begin(relo_pass *pass, relo_device *d, relo_reason reason)
+{
+    memset(pass, 0, sizeof *pass);
+    pass->device = d;
+    pass->reason = reason;
+    pass->id = ++d->relocation_passes;
+    pass->started_ns = now_ns();
+    pass->max_bytes = d->desc.pass_max_bytes;
+    pass->max_ns = d->desc.pass_max_ns;
+    d->last_reason = reason;
+}
+
+bool relo__pass_full(const relo_pass *pass, uint64_t next_bytes)
+{
+    if (pass->count == 0) return false; /* every pass may move one page */
+    if (pass->max_bytes && pass->bytes + next_bytes > pass->max_bytes) return true;
+    return pass->max_ns && now_ns() - pass->started_ns > pass->max_ns;
+}
+
+bool relo__pass_finish(relo_pass *plan)
+{
+    relo_device *d = plan->device;
+    bool moved = false;
+    if (plan->count > 0) {
+        relo_landed landed;
+        switch (copy_all(d, plan, &landed)) {
+        case RELO_COPY_LANDED:
+            commit(d, &landed);
+            moved = true;
+            break;
+        case RELO_COPY_ABANDONED:
+            count_abandoned(d, plan);
+            free_targets(plan, 0);
+            relo__log(d, RELO_LOG_WARN, "relocation (%s) abandoned: every source kept",
+                      relo__reason_name(plan->reason));
+            break;
+        case RELO_COPY_UNKNOWN:
+            count_abandoned(d, plan);
+            leak_all(plan);
+            relo__log(d, RELO_LOG_ERROR,
+                      "relocation (%s): waiting for copies failed; both sides leaked",
+                      relo__reason_name(plan->reason));
+            break;
+        case RELO_COPY_OUTCOME_COUNT:
+            break;
+        }
+    }
+    relo__free(plan->moves);
+    plan->moves = NULL;
+    plan->count = plan->cap = 0;
+    uint64_t pause = now_ns() - plan->started_ns;
+    if (pause > d->longest_pass_ns) d->longest_pass_ns = pause;
+    if (moved) {
+        /* Outdated pages that emptied go back now, so a retry has the room. */
+        relo__device_cleanup_periodic(d);
+        if (d->backend->ops.flush) d->backend->ops.flush(d->backend->ctx);
+    }
+    return moved;
+}
+
+bool relo__relocation_allowed(const relo_device *d)
 {
     return d->recording == 0 && d->desc.relocation == RELO_RELOCATION_AUTO &&
            d->desc.layout == RELO_LAYOUT_ADAPTIVE;
@@ -228,48 +290,16 @@ static bool relocation_allowed(const relo_device *d)
 
 bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
 {
-    if (!relocation_allowed(d)) return false;
+    if (!relo__relocation_allowed(d)) return false;
     uint32_t first = only ? only->index : 0, end = only ? only->index + 1 : d->stream_count;
     bool outdated = false;
     for (uint32_t i = first; i < end; i++) outdated |= relo__arena_has_outdated(&d->streams[i]->arena);
     if (!outdated) return false;
 
-    d->last_reason = reason;
-    uint64_t pass = ++d->relocation_passes;
-    relo_plan plan = {NULL, 0, 0, 0, now_ns()};
-    for (uint32_t i = first; i < end; i++) plan_arena(d, d->streams[i], reason, &plan);
-
-    bool moved = false;
-    if (plan.count > 0) {
-        relo_landed landed;
-        switch (copy_all(d, &plan, &landed)) {
-        case RELO_COPY_LANDED:
-            commit(d, &landed, pass);
-            moved = true;
-            break;
-        case RELO_COPY_ABANDONED:
-            count_abandoned(d, &plan, pass);
-            free_targets(&plan, 0);
-            relo__log(d, RELO_LOG_WARN, "relocation (%s) abandoned: every source kept",
-                      relo__reason_name(reason));
-            break;
-        case RELO_COPY_UNKNOWN:
-            count_abandoned(d, &plan, pass);
-            leak_all(&plan);
-            relo__log(d, RELO_LOG_ERROR,
-                      "relocation (%s): waiting for copies failed; both sides leaked",
-                      relo__reason_name(reason));
-            break;
-        case RELO_COPY_OUTCOME_COUNT:
-            break;
-        }
-    }
-    relo__free(plan.moves);
-    if (moved) {
-        /* Outdated pages that emptied go back now, so a retry has the room. */
-        relo__device_cleanup_periodic(d);
-        if (d->backend->ops.flush) d->backend->ops.flush(d->backend->ctx);
-    }
+    relo_pass pass;
+    relo__pass_begin(&pass, d, reason);
+    for (uint32_t i = first; i < end; i++) plan_arena(d->streams[i], &pass);
+    bool moved = relo__pass_finish(&pass);
     for (uint32_t i = first; i < end; i++) {
         relo_arena *a = &d->streams[i]->arena;
         if (moved)
@@ -283,7 +313,7 @@ bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
 void relo__relocate_when_wanted(relo_stream *stream)
 {
     relo_device *d = stream->device;
-    if (!relocation_allowed(d)) return;
+    if (!relo__relocation_allowed(d)) return;
     relo_reason reason = relo__trigger(stream);
     if (reason == RELO_REASON_NONE) return;
     relo__relocate(d, stream, reason);

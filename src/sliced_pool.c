@@ -16,7 +16,7 @@ static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64
     if (f->length > length) {
         relo_slice *rest = relo__slice_new(slab);
         if (!rest) return RELO_ERR_HOST_MEMORY;
-        relo__free_tree_remove(&pool->free_root, f);
+        relo__pool_tree_remove(pool, f);
         rest->page = f->page;
         rest->offset = f->offset + length;
         rest->length = f->length - length;
@@ -26,9 +26,9 @@ static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64
         if (f->next) f->next->prev = rest;
         f->next = rest;
         f->length = length;
-        relo__free_tree_insert(&pool->free_root, rest);
+        relo__pool_tree_insert(pool, rest);
     } else {
-        relo__free_tree_remove(&pool->free_root, f);
+        relo__pool_tree_remove(pool, f);
     }
     relo__pool_slice_take(pool, f, size, slot, state);
     return RELO_OK;
@@ -37,15 +37,26 @@ static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64
 relo_status relo__sliced_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
                                  relo_slice_state state, bool allow_new_page, relo_slice **out)
 {
+    return relo__sliced_reserve_in(pool, size, slot, state,
+                                   allow_new_page ? RELO_NEW_PAGE_POOL_RULE : RELO_NEW_PAGE_NONE, out);
+}
+
+relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slot, relo_slice_state state,
+                                    relo_new_page new_page, relo_slice **out)
+{
     uint64_t align = pool->stream->device->alignment;
     uint64_t length;
     if (!relo__round_up(size ? size : 1, align, &length) || length > pool->page_size)
         return RELO_ERR_BUFFER_TOO_BIG;
-    relo_slice *f = relo__free_tree_first_fit(pool->free_root, length);
+    relo_slice *f = relo__free_tree_first_fit(pool->free_root, length, pool->best_fit);
     relo_page *fresh = NULL;
     if (!f) {
-        if (!allow_new_page) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
-        relo_status st = relo__pool_page_new(pool, pool->page_size, &fresh);
+        if (new_page == RELO_NEW_PAGE_NONE) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
+        uint64_t page_size = relo__sliced_new_page_size(pool, length);
+        if (new_page == RELO_NEW_PAGE_EXACT && pool->variable_pages &&
+            (!relo__round_up(length, pool->granule, &page_size) || page_size > pool->page_size))
+            page_size = pool->page_size;
+        relo_status st = relo__pool_page_new(pool, page_size, &fresh);
         if (st != RELO_OK) return st;
         f = fresh->first;
     }
@@ -58,7 +69,23 @@ relo_status relo__sliced_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
     return RELO_OK;
 }
 
+uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
+{
+    if (!pool->variable_pages) return pool->page_size;
+    uint64_t page;
+    if (length <= pool->small_request_max && pool->small_request_page >= length) {
+        /* As many copies of the request as a small page holds, so a page
+         * that serves one size class wastes at most a granule. */
+        uint64_t copies = pool->small_request_page / length;
+        if (!relo__round_up(copies * length, pool->granule, &page) || page > pool->small_request_page)
+            page = pool->small_request_page;
+        return page;
+    }
+    if (!relo__round_up(length, pool->granule, &page) || page > pool->page_size) page = pool->page_size;
+    return page;
+}
+
 bool relo__sliced_has_room(const relo_pool *pool, uint64_t length)
 {
-    return relo__free_tree_first_fit(pool->free_root, length) != NULL;
+    return relo__free_tree_first_fit(pool->free_root, length, pool->best_fit) != NULL;
 }

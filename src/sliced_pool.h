@@ -22,6 +22,22 @@
 relo_status relo__sliced_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
                                  relo_slice_state state, bool allow_new_page, relo_slice **out);
 
+/** Whether a reservation may add a page, and of which size. */
+typedef enum relo_new_page {
+    RELO_NEW_PAGE_NONE = 0,   /* only room already held */
+    RELO_NEW_PAGE_POOL_RULE,  /* a page as the pool makes them */
+    RELO_NEW_PAGE_EXACT,      /* variable pages: the request rounded to the granule */
+    RELO_NEW_PAGE_COUNT
+} relo_new_page;
+
+/** relo__sliced_reserve with the new-page rule spelled out. */
+relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slot, relo_slice_state state,
+                                    relo_new_page new_page, relo_slice **out);
+
+/** The size of the page a reservation of length (padded) bytes would add:
+ *  the pool's page size, or for variable pages the request's own rule. */
+uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length);
+
 /** True when the pool has a free slice of at least length bytes. */
 bool relo__sliced_has_room(const relo_pool *pool, uint64_t length);
 

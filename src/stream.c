@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "compaction.h"
 #include "dedicated_pool.h"
 #include "device.h"
 #include "exclusive_pool.h"
@@ -50,11 +51,16 @@ void relo__stream_init(struct relo_stream *s, relo_device *d, void *backend_stre
     relo__pool_init(&s->small, RELO_POOL_SLICED, "small", s, small_page);
     relo__arena_init(&s->arena, d->alignment, d->max_page);
     if (d->desc.layout == RELO_LAYOUT_EXCLUSIVE) init_buckets(s);
+    relo__dense_init(s);
 }
+
+/* Pool numbering: the 4 fixed pools, the dense pools, the arena slots,
+ * the buckets. */
+#define FIXED_POOLS (4u + RELO_DENSE_POOLS)
 
 uint32_t relo__stream_pool_slots(const struct relo_stream *s)
 {
-    return 4u + RELO_ARENA_SLOTS + s->bucket_count;
+    return FIXED_POOLS + RELO_ARENA_SLOTS + s->bucket_count;
 }
 
 relo_pool *relo__stream_pool_at(const struct relo_stream *s, uint32_t i)
@@ -67,7 +73,8 @@ relo_pool *relo__stream_pool_at(const struct relo_stream *s, uint32_t i)
     case 3: return &m->small;
     default: break;
     }
-    i -= 4;
+    if (i < FIXED_POOLS) return &m->dense[i - 4];
+    i -= FIXED_POOLS;
     if (i < RELO_ARENA_SLOTS) return m->arena.slots[i];
     i -= RELO_ARENA_SLOTS;
     return i < s->bucket_count ? &m->buckets[i] : NULL;
@@ -109,7 +116,7 @@ void relo__stream_free_pages(struct relo_stream *s)
     uint32_t slots = relo__stream_pool_slots(s);
     for (uint32_t i = 0; i < slots; i++) {
         relo_pool *p = relo__stream_pool_at(s, i);
-        if (p && (i < 4 || i >= 4 + RELO_ARENA_SLOTS)) relo__pool_destroy(p);
+        if (p && p->slot < 0) relo__pool_destroy(p);
     }
     relo__arena_destroy(&s->arena);
 }
@@ -163,11 +170,20 @@ static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, re
         if (st == RELO_OK) exclusive_periodic((*out)->page->pool);
         return st;
     }
+    if (d->desc.policy == RELO_POLICY_DENSE) return relo__dense_reserve(s, size, slot, allow, out);
     uint64_t padded;
     if (relo__round_up(size, d->alignment, &padded) && padded <= RELO_SMALL_MAX &&
         padded <= s->small.page_size)
         return relo__sliced_reserve(&s->small, size, slot, RELO_SLICE_LIVE, allow, out);
     return relo__arena_reserve(&s->arena, s, size, slot, allow, out);
+}
+
+/* The next reservation goes to the dense policy's pools. */
+static bool dense_dynamic(const struct relo_stream *s)
+{
+    const relo_device *d = s->device;
+    return d->desc.policy == RELO_POLICY_DENSE && d->desc.layout == RELO_LAYOUT_ADAPTIVE &&
+           effective_mode(s) == RELO_MODE_AUTO;
 }
 
 relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_handle *out)
@@ -181,6 +197,16 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     if (st != RELO_OK) return st;
     relo_slice *slice = NULL;
     st = route(s, size, slot, &slice);
+    if (st == RELO_ERR_OUT_OF_MEMORY && d->recording == 0 && dense_dynamic(s)) {
+        /* The device refused a page: compact just enough to make room for
+         * one, then, if that was not enough, everything. */
+        uint64_t page = relo__dense_page_for(s, size);
+        uint64_t room = d->capacity ? relo__sub_sat(d->capacity, d->bytes_reserved) : 0;
+        relo__device_cleanup_periodic(d);
+        relo__compact_and_release(d, relo__sub_sat(page, room), true, RELO_REASON_COMPACT);
+        if (d->backend->ops.flush) d->backend->ops.flush(d->backend->ctx);
+        st = route(s, size, slot, &slice);
+    }
     if (st == RELO_ERR_OUT_OF_MEMORY && d->recording == 0) {
         /* The device refused: give back what nothing needs, then once more. */
         relo__device_cleanup_explicit(d);

@@ -13,6 +13,7 @@
 
 #include "arena.h"
 #include "capture.h"
+#include "dense.h"
 #include "pool.h"
 #include "stats.h"
 
@@ -33,6 +34,7 @@ struct relo_stream {
     relo_pool tiny;                  /* ADAPTIVE: size 0 */
     relo_pool small;                 /* ADAPTIVE: ≤ 64 KiB */
     relo_arena arena;                /* ADAPTIVE: the rest */
+    relo_pool dense[RELO_DENSE_POOLS]; /* ADAPTIVE, dense policy: instead of small + arena */
     relo_pool buckets[RELO_BUCKETS]; /* EXCLUSIVE */
     uint32_t bucket_count;
 

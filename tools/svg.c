@@ -208,7 +208,8 @@ bool svg_write(const char *path, const report *rep)
                "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\">\n",
             WIDTH, HEIGHT, WIDTH, HEIGHT);
     fputs("<style>.tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}"
-          ".legend{font-size:12px;fill:#222}.note{font-size:12px;font-weight:bold}"
+          ".legend{font-size:12px;fill:#222}"
+          ".note{font-size:12px;font-weight:bold;paint-order:stroke;stroke:white;stroke-width:3px}"
           ".title{font-size:19px;font-weight:bold;fill:#111}.sub{font-size:12px;fill:#555}</style>\n", f);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", WIDTH, HEIGHT);
     fprintf(f, "<text x=\"%d\" y=\"28\" class=\"title\">", LEFT);

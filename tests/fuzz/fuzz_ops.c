@@ -53,6 +53,7 @@ typedef struct model {
     cap_state cap[STREAMS];
     bool doomed[STREAMS];
     int modes[STREAMS];         /* open mode windows */
+    relo_mode mode_stack[STREAMS][MAX_MODES];
     live lives[MAX_LIVE];
     int nlive;
     relo_handle stale[MAX_STALE];
@@ -86,9 +87,30 @@ static uint64_t take_n(cursor *c, int bytes)
 
 static model M;
 
+/* The last log lines of relo, printed when the harness dies (relo_device_check
+ * logs the invariant it found broken). FUZZ_OPS_TRACE=1 also prints every
+ * operation and log line as it happens. */
+enum { LOG_LINES = 16 };
+static char log_ring[LOG_LINES][256];
+static unsigned log_next;
+static int trace_ops = -1;
+/* FUZZ_OPS_SKIP_KNOWN=1 steers around bugs already reported, so a long run
+ * can find the next one. */
+static int skip_known = -1;
+
+static void on_log(void *user, relo_log_level level, const char *message)
+{
+    (void)user;
+    snprintf(log_ring[log_next % LOG_LINES], sizeof log_ring[0], "[%d] %s", (int)level, message);
+    log_next++;
+    if (trace_ops > 0) fprintf(stderr, "  relo log [%d]: %s\n", (int)level, message);
+}
+
 static void die(const char *fmt, ...)
 {
     va_list ap;
+    unsigned first = log_next > LOG_LINES ? log_next - LOG_LINES : 0;
+    for (unsigned i = first; i < log_next; i++) fprintf(stderr, "relo log: %s\n", log_ring[i % LOG_LINES]);
     fprintf(stderr, "\nfuzz_ops: op #%llu (%s): ", (unsigned long long)M.op_index,
             M.op_name ? M.op_name : "setup");
     va_start(ap, fmt);
@@ -137,6 +159,9 @@ static void write_pattern(live *l)
     uint8_t buf[4096];
     uint64_t off[3], len[3];
     int n = windows(l->size, off, len);
+    if (trace_ops)
+        fprintf(stderr, "  handle %#llx: %llu B, stream %d, seed %u\n", (unsigned long long)l->handle.id,
+                (unsigned long long)l->size, l->stream, l->seed);
     for (int w = 0; w < n; w++) {
         for (uint64_t i = 0; i < len[w]; i++) buf[i] = pattern_byte(l->seed, off[w] + i);
         relo_status s = relo_write(M.device, l->handle, off[w], buf, len[w]);
@@ -323,6 +348,8 @@ static void op_reserve(cursor *c)
     if (!M.capacity && size <= M.max_page && backend_held() + size + 8 * MIB > UNKNOWN_CAPACITY_BUDGET)
         return;
     if (M.nlive == MAX_LIVE) return;
+    if (skip_known && size == 0 && M.modes[si] && M.mode_stack[si][M.modes[si] - 1] == RELO_MODE_DEDICATED)
+        return; /* known bug 1 (regressions/fuzz_ops-dedicated-size0-release) */
     relo_status s = relo_reserve(M.streams[si], size, &h);
     switch (s) {
     case RELO_OK:
@@ -333,7 +360,7 @@ static void op_reserve(cursor *c)
         if (is_stale(h.id)) die("reserve returned a released handle value: %#llx", (unsigned long long)h.id);
         break;
     case RELO_ERR_BUFFER_TOO_BIG:
-        if (size + M.alignment <= M.max_page)
+        if (size <= M.max_page - M.alignment)
             die("reserve(%llu) too big with max page %llu", (unsigned long long)size,
                 (unsigned long long)M.max_page);
         return;
@@ -429,7 +456,7 @@ static void op_mode_push(cursor *c)
     if (M.modes[si] >= MAX_MODES) {
         if (s != RELO_ERR_INVALID_ARGUMENT) die("mode push past 64 windows gave %s", sn(s));
     } else if (s == RELO_OK) {
-        M.modes[si]++;
+        M.mode_stack[si][M.modes[si]++] = mode;
     } else if (!(mode == RELO_MODE_AUTO && s == RELO_ERR_INVALID_ARGUMENT)) {
         die("mode push gave %s", sn(s));
     }
@@ -654,6 +681,14 @@ static bool setup(cursor *c)
     dd.relocation = (b3 & 2) ? RELO_RELOCATION_OFF : RELO_RELOCATION_AUTO;
     dd.policy = (b3 & 4) ? RELO_POLICY_DENSE : RELO_POLICY_SEED;
     dd.pass_max_bytes = (b3 & 8) ? 4 * MIB : 0;
+    dd.log = on_log;
+    if (trace_ops < 0) trace_ops = getenv("FUZZ_OPS_TRACE") != NULL;
+    if (skip_known < 0) skip_known = getenv("FUZZ_OPS_SKIP_KNOWN") != NULL;
+    if (trace_ops)
+        fprintf(stderr, "setup: max page %llu, alignment %llu, capacity %llu, layout %d, relocation %d, "
+                "policy %d, pass_max_bytes %llu\n", (unsigned long long)M.max_page,
+                (unsigned long long)M.alignment, (unsigned long long)M.capacity, (int)dd.layout,
+                (int)dd.relocation, (int)dd.policy, (unsigned long long)dd.pass_max_bytes);
     s = relo_device_create(&dd, be, &M.device);
     if (s != RELO_OK) {
         relo_backend_destroy(be);
@@ -714,6 +749,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const op *o = &OPS[take8(&c) % NOPS];
         M.op_index++;
         M.op_name = o->name;
+        if (trace_ops) {
+            fprintf(stderr, "op #%llu %s:", (unsigned long long)M.op_index, o->name);
+            for (size_t i = 0; i < c.n && i < 10; i++) fprintf(stderr, " %02x", c.p[i]);
+            fprintf(stderr, " (live %d)\n", M.nlive);
+        }
         o->fn(&c);
         check_all();
     }

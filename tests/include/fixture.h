@@ -43,11 +43,24 @@ static inline relo_host_desc fx_host(void)
     return d;
 }
 
-/** Makes a device over backend b (taken on success) and one stream. */
+/* Log sink of every fixture device: warnings and errors go to stderr, so
+ * the invariant relo_device_check found broken shows next to the failure. */
+static void fx_log_(void *user, relo_log_level level, const char *message)
+{
+    (void)user;
+    if (level >= RELO_LOG_WARN) fprintf(stderr, "relo[%d]: %s\n", (int)level, message);
+}
+
+/** Makes a device over backend b (taken on success) and one stream. A desc
+ *  without a log sink gets fx_log_. */
 static inline relo_status fx_open_backend(fx *f, relo_backend *b, const relo_device_desc *dd)
 {
+    relo_device_desc desc;
+    memset(&desc, 0, sizeof desc);
+    if (dd) desc = *dd;
+    if (!desc.log) desc.log = fx_log_;
     memset(f, 0, sizeof *f);
-    relo_status st = relo_device_create(dd, b, &f->dev);
+    relo_status st = relo_device_create(&desc, b, &f->dev);
     if (st != RELO_OK) {
         relo_backend_destroy(b);
         return st;

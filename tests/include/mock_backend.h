@@ -41,12 +41,14 @@ static inline const char *mock_op_name(mock_op op)
     return op < MOCK_OP_COUNT ? names[op] : "?";
 }
 
-/** One logged call: which, its size argument (alloc, free, copy), and
- *  what it returned. */
+/** One logged call: which, its size argument (alloc, free, copy), what it
+ *  returned, and for a copy where it wrote. */
 typedef struct mock_event {
     mock_op op;
     uint64_t size;
     relo_status result;
+    void *dst;
+    uint64_t dst_offset;
 } mock_event;
 
 typedef struct mock_copy {
@@ -77,6 +79,8 @@ static inline void mock_log_(mock_ctx *m, mock_op op, uint64_t size, relo_status
         m->log[m->n_log].op = op;
         m->log[m->n_log].size = size;
         m->log[m->n_log].result = r;
+        m->log[m->n_log].dst = NULL;
+        m->log[m->n_log].dst_offset = 0;
         m->n_log++;
     }
 }
@@ -173,6 +177,10 @@ static relo_status mock_copy_(void *ctx, void *src, uint64_t src_offset, void *d
     if (mock_refused_(m, MOCK_COPY))
         r = m->refuse_with[MOCK_COPY] ? m->refuse_with[MOCK_COPY] : RELO_ERR_BACKEND;
     mock_log_(m, MOCK_COPY, n, r);
+    if (m->n_log && m->n_log <= MOCK_LOG_MAX && m->log[m->n_log - 1].op == MOCK_COPY) {
+        m->log[m->n_log - 1].dst = dst;
+        m->log[m->n_log - 1].dst_offset = dst_offset;
+    }
     if (r != RELO_OK) return r;
     if (m->n_pending == MOCK_PENDING_MAX) mock_land_(m);
     mock_copy c = {src, dst, src_offset, dst_offset, n};

@@ -21,8 +21,10 @@ for trace in "$dir"/*.trace.gz "$dir"/*.trace; do
     [ -e "$trace" ] || continue
     found=$((found + 1))
     name=$(basename "$trace")
-    if ! "$replay" --json --quiet "$trace" > "$tmp/$name.json" 2> "$tmp/$name.err"; then
-        echo "FAIL $name: relo-replay exited with $?"
+    "$replay" --json --quiet "$trace" > "$tmp/$name.json" 2> "$tmp/$name.err"
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        echo "FAIL $name: relo-replay exited with $rc"
         cat "$tmp/$name.err"
         failed=$((failed + 1))
         continue

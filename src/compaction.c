@@ -1,0 +1,142 @@
+/*
+ * compaction.c — emptying sparse pages of the dense policy's pools into
+ * denser ones (see compaction.h). A source page is fenced while it is
+ * planned, so no target lands on it or on any other source; fences come
+ * off once the pass is finished.
+ */
+#include "compaction.h"
+
+#include <stdlib.h>
+#include <stdio.h>
+
+#include "dense.h"
+#include "hostmem.h"
+#include "relocation.h"
+
+#define MAX_PASSES 64
+
+typedef struct fence_list {
+    relo_page **pages;
+    uint32_t count, cap;
+} fence_list;
+
+static bool fence_push(fence_list *f, relo_page *page)
+{
+    if (f->count == f->cap) {
+        uint32_t cap = f->cap ? f->cap * 2 : 16;
+        relo_page **pages = relo__realloc(f->pages, cap * sizeof *pages);
+        if (!pages) return false;
+        f->pages = pages;
+        f->cap = cap;
+    }
+    f->pages[f->count++] = page;
+    return true;
+}
+
+/* Bytes a page would give back if its allocations moved to new pages of
+ * their own size (variable-page pools): its size less theirs. */
+static uint64_t repagination_gain(const relo_pool *pool, const relo_page *page)
+{
+    uint64_t needed = 0;
+    for (const relo_slice *sl = page->first; sl; sl = sl->next) {
+        if (sl->state != RELO_SLICE_LIVE) continue;
+        uint64_t own;
+        if (!relo__round_up(sl->length, pool->granule, &own)) return 0;
+        needed += own;
+    }
+    return relo__sub_sat(page->size, needed);
+}
+
+/* Plans the emptying of pool's sparsest pages; returns page bytes planned.
+ * Targets go into the free room of the other pages; with repaginate, a
+ * page whose allocations do not fit there may move them to new pages of
+ * their own size when that gives back at least a granule. */
+static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, uint64_t want, bool repaginate,
+                          fence_list *fences)
+{
+    if (pool->page_count == 0) return 0;
+    relo_candidate *c = relo__malloc(pool->page_count * sizeof *c);
+    if (!c) return 0; /* compaction needs memory; moving nothing is safe */
+    uint32_t n = 0;
+    uint64_t room = 0; /* free bytes on pages that may take targets */
+    for (uint32_t i = 0; i < pool->page_count; i++) {
+        relo_page *p = pool->pages[i];
+        if (!relo__page_serves(p)) continue;
+        room += p->size - p->occupied_bytes;
+        uint64_t live = relo__page_movable_bytes(p);
+        if (live) c[n++] = (relo_candidate){p, live};
+    }
+    qsort(c, n, sizeof *c, relo__candidate_order);
+    repaginate = repaginate && pool->variable_pages;
+    uint64_t emptied = 0;
+    for (uint32_t i = 0; i < n && emptied < want; i++) {
+        relo_page *p = c[i].page;
+        if (relo__pass_full(pass, c[i].live_bytes)) break;
+        uint64_t own_room = p->size - p->occupied_bytes;
+        bool may_fit = room - own_room >= p->occupied_bytes;
+        bool worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule;
+        if (!may_fit && !worth_pages) continue;
+        relo__pool_page_fence(pool, p);
+        if (!fence_push(fences, p)) {
+            relo__pool_page_unfence(pool, p);
+            break;
+        }
+        bool planned = may_fit && relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_NONE);
+        if (!planned && worth_pages) planned = relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_EXACT);
+        if (planned) {
+            room -= relo__min(room, own_room + p->occupied_bytes);
+            emptied += p->size;
+        } else {
+            fences->count--;
+            relo__pool_page_unfence(pool, p);
+        }
+    }
+    relo__free(c);
+    return emptied;
+}
+
+uint64_t relo__compact(relo_device *d, relo_pool *pool, uint64_t want, bool repaginate, relo_reason reason)
+{
+    if (!relo__relocation_allowed(d) || d->desc.policy != RELO_POLICY_DENSE) return 0;
+    relo_pass pass;
+    relo__pass_begin(&pass, d, reason);
+    if (!pass.max_bytes) pass.max_bytes = RELO_DENSE_PASS_MAX_BYTES;
+    fence_list fences = {NULL, 0, 0};
+    uint64_t emptied = 0;
+    if (pool) {
+        emptied = plan_pool(&pass, pool, want, repaginate, &fences);
+    } else {
+        for (uint32_t s = 0; s < d->stream_count && emptied < want; s++)
+            for (uint32_t k = 0; k < RELO_DENSE_POOLS && emptied < want; k++)
+                emptied += plan_pool(&pass, &d->streams[s]->dense[k], want - emptied, repaginate, &fences);
+    }
+    bool moved = relo__pass_finish(&pass);
+    for (uint32_t i = 0; i < fences.count; i++) relo__pool_page_unfence(fences.pages[i]->pool, fences.pages[i]);
+    relo__free(fences.pages);
+    return moved ? emptied : 0;
+}
+
+static void release_dense_empty(relo_device *d, uint64_t *released)
+{
+    for (uint32_t s = 0; s < d->stream_count; s++) {
+        for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
+            relo_pool *pool = &d->streams[s]->dense[k];
+            uint64_t before = pool->bytes_reserved;
+            relo__pool_release_empty(pool);
+            *released += before - pool->bytes_reserved;
+        }
+    }
+}
+
+uint64_t relo__compact_and_release(relo_device *d, uint64_t want, bool repaginate, relo_reason reason)
+{
+    uint64_t released = 0;
+    release_dense_empty(d, &released);
+    for (int i = 0; i < MAX_PASSES && released < want; i++) {
+        uint64_t e = relo__compact(d, NULL, want - released, repaginate, reason);
+        if (getenv("RELO_DBG")) fprintf(stderr, "pass %d want %llu released %llu emptied %llu\n", i, (unsigned long long)want, (unsigned long long)released, (unsigned long long)e);
+        if (!e) break;
+        release_dense_empty(d, &released);
+    }
+    return released;
+}
