@@ -251,6 +251,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
         relo__pool_free_page_push(pool, page);
         break;
     case RELO_POOL_DEDICATED:
+        slice->length = page->size;
         if (page->guards == 0) relo__device_queue_release(d, page);
         break;
     case RELO_POOL_KIND_COUNT:

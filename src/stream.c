@@ -9,7 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "compaction.h"
 #include "dedicated_pool.h"
 #include "device.h"
 #include "exclusive_pool.h"
@@ -178,14 +177,6 @@ static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, re
     return relo__arena_reserve(&s->arena, s, size, slot, allow, out);
 }
 
-/* The next reservation goes to the dense policy's pools. */
-static bool dense_dynamic(const struct relo_stream *s)
-{
-    const relo_device *d = s->device;
-    return d->desc.policy == RELO_POLICY_DENSE && d->desc.layout == RELO_LAYOUT_ADAPTIVE &&
-           effective_mode(s) == RELO_MODE_AUTO;
-}
-
 relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_handle *out)
 {
     relo_device *d = s->device;
@@ -197,16 +188,6 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     if (st != RELO_OK) return st;
     relo_slice *slice = NULL;
     st = route(s, size, slot, &slice);
-    if (st == RELO_ERR_OUT_OF_MEMORY && d->recording == 0 && dense_dynamic(s)) {
-        /* The device refused a page: compact just enough to make room for
-         * one, then, if that was not enough, everything. */
-        uint64_t page = relo__dense_page_for(s, size);
-        uint64_t room = d->capacity ? relo__sub_sat(d->capacity, d->bytes_reserved) : 0;
-        relo__device_cleanup_periodic(d);
-        relo__compact_and_release(d, relo__sub_sat(page, room), true, RELO_REASON_COMPACT);
-        if (d->backend->ops.flush) d->backend->ops.flush(d->backend->ctx);
-        st = route(s, size, slot, &slice);
-    }
     if (st == RELO_ERR_OUT_OF_MEMORY && d->recording == 0) {
         /* The device refused: give back what nothing needs, then once more. */
         relo__device_cleanup_explicit(d);

@@ -35,6 +35,7 @@ struct relo_stream {
     relo_pool small;                 /* ADAPTIVE: ≤ 64 KiB */
     relo_arena arena;                /* ADAPTIVE: the rest */
     relo_pool dense[RELO_DENSE_POOLS]; /* ADAPTIVE, dense policy: instead of small + arena */
+    uint32_t dense_quiet;            /* new pages before packing is tried again */
     relo_pool buckets[RELO_BUCKETS]; /* EXCLUSIVE */
     uint32_t bucket_count;
 

@@ -97,7 +97,7 @@ static bool setup(replay_state *s)
         if (!s->latencies || !sampler_init(&s->out->samples, t->event_count, REPLAY_MAX_SAMPLES))
             return failf(s, RELO_ERR_HOST_MEMORY, 0, "out of host memory");
     }
-    if (cfg->backend == REPLAY_BACKEND_HOST) {
+    if (replay_backend_has_bytes(cfg->backend)) {
         s->live_list = malloc((t->alloc_count ? t->alloc_count : 1) * sizeof *s->live_list);
         s->live_pos = malloc((t->alloc_count ? t->alloc_count : 1) * sizeof *s->live_pos);
         if (!s->live_list || !s->live_pos) return failf(s, RELO_ERR_HOST_MEMORY, 0, "out of host memory");
@@ -154,7 +154,8 @@ static bool run_events(replay_state *s)
     const trace *t = s->t;
     const replay_config *cfg = s->cfg;
     replay_result *out = s->out;
-    bool host = cfg->backend == REPLAY_BACKEND_HOST;
+    /* Backends that hold bytes get every allocation checked. */
+    bool host = replay_backend_has_bytes(cfg->backend);
     bool watch = cfg->record || host; /* read stats after every event */
     uint64_t relocations = 0;
     for (size_t i = 0; i < t->event_count; i++) {
@@ -243,7 +244,7 @@ bool replay_run(const trace *t, const replay_config *cfg, replay_result *out)
     bool ok = setup(&s) && run_events(&s);
     if (s.device) relo_device_stats(s.device, &out->stats);
     out->peak_reserved = out->stats.peak_bytes_reserved;
-    if (!cfg->record && cfg->backend != REPLAY_BACKEND_HOST) out->peak_live = t->peak_live_bytes;
+    if (!cfg->record && !replay_backend_has_bytes(cfg->backend)) out->peak_live = t->peak_live_bytes;
     if (cfg->record) sampler_finish(&out->samples);
     if (s.latencies && s.latency_count) {
         qsort(s.latencies, s.latency_count, sizeof *s.latencies, cmp_u64);

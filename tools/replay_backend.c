@@ -24,6 +24,11 @@ const char *replay_backend_name(replay_backend_kind kind)
     return "?";
 }
 
+int replay_backend_has_bytes(replay_backend_kind kind)
+{
+    return kind == REPLAY_BACKEND_HOST || kind == REPLAY_BACKEND_OPENCL;
+}
+
 int replay_backend_available(replay_backend_kind kind)
 {
 #ifdef RELO_HAVE_OPENCL

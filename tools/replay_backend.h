@@ -20,6 +20,9 @@ typedef enum replay_backend_kind {
 /** "sim", "host", "opencl". */
 const char *replay_backend_name(replay_backend_kind kind);
 
+/** Whether kind holds real bytes (host, OpenCL): replays check them. */
+int replay_backend_has_bytes(replay_backend_kind kind);
+
 /** Whether this build can create kind (OpenCL only where it was built). */
 int replay_backend_available(replay_backend_kind kind);
 

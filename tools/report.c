@@ -79,7 +79,7 @@ void report_text(FILE *f, const report *rep)
             r->reserve_p99_ns);
     fprintf(f, "  %-26s %20" PRIu64 "  (event %" PRIu64 ")\n", "longest call (ns)", r->longest_call_ns,
             r->longest_call_event + 1);
-    if (o->backend == REPLAY_BACKEND_HOST)
+    if (replay_backend_has_bytes(o->backend))
         fprintf(f, "  %-26s %20" PRIu64 "  (%s)\n", "byte checks", r->verified,
                 o->verify_full ? "every byte" : "sparse windows");
 }
@@ -149,7 +149,7 @@ void report_json(FILE *f, const report *rep)
                ",\"longest_call_ns\":%" PRIu64 ",\"longest_call_event\":%" PRIu64 ",\"wall_seconds\":%.3f",
             ns_per_event(rep), r->reserve_p50_ns, r->reserve_p99_ns, r->longest_call_ns,
             r->longest_call_event, rep->wall_s);
-    if (o->backend == REPLAY_BACKEND_HOST) fprintf(f, ",\"byte_checks\":%" PRIu64, r->verified);
+    if (replay_backend_has_bytes(o->backend)) fprintf(f, ",\"byte_checks\":%" PRIu64, r->verified);
     fputs(",\"samples\":[", f);
     for (size_t i = 0; i < r->samples.count; i++) {
         const sample *p = &r->samples.points[i];

@@ -137,7 +137,11 @@ static void relocation_ticks(FILE *f, const frame *fr, const sampler *s)
         double x = fx(fr, (double)s->points[i].event);
         if (x - last_x < 1.5) continue; /* one tick per pixel is enough */
         last_x = x;
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x, base + 2, x, base + 12);
+        /* A faint line across the plot ties the tick to what it changed. */
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-opacity=\"0.35\" "
+                   "stroke-dasharray=\"3 3\"/>\n", x, fr->y0, x, base);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"2.2\"/>\n",
+                x, base + 2, x, base + 14);
     }
     fputs("</g>\n", f);
 }

@@ -2,7 +2,8 @@
  * fuzz_ops.c — a libFuzzer harness that drives relo's public API over two
  * streams of one host-backend device and checks it against a shadow model.
  *
- * Input layout: four configuration bytes (max page size, capacity,
+ * Input layout: four configuration bytes (max page size 1-32 MiB, capacity
+ * unknown or 16-127 MiB,
  * alignment, device flags), then a sequence of operations, each one opcode
  * byte followed by the argument bytes that operation reads. A short input
  * simply ends the sequence (missing bytes read as zero).
@@ -33,7 +34,7 @@ enum { STREAMS = 2, MAX_LIVE = 64, MAX_STALE = 32, MAX_GRAPHS = 8, MAX_MODES = 6
 
 /* Bytes the backend may hold when the device was told nothing about its
  * capacity: reservations beyond are skipped so a run stays small. */
-#define UNKNOWN_CAPACITY_BUDGET (320 * MIB)
+#define UNKNOWN_CAPACITY_BUDGET (128 * MIB)
 
 typedef struct live {
     relo_handle handle;
@@ -62,6 +63,7 @@ typedef struct model {
     int ngraphs;
     uint64_t alignment, max_page, capacity;
     relo_host_desc faults;
+    bool dense;                 /* RELO_POLICY_DENSE */
     uint64_t op_index;
     const char *op_name;
 } model;
@@ -350,6 +352,8 @@ static void op_reserve(cursor *c)
     if (M.nlive == MAX_LIVE) return;
     if (skip_known && size == 0 && M.modes[si] && M.mode_stack[si][M.modes[si] - 1] == RELO_MODE_DEDICATED)
         return; /* known bug 1 (regressions/fuzz_ops-dedicated-size0-release) */
+    if (skip_known && size == 0 && M.dense)
+        return; /* known bug 2 (regressions/fuzz_ops-dense-size0-divzero) */
     relo_status s = relo_reserve(M.streams[si], size, &h);
     switch (s) {
     case RELO_OK:
@@ -656,7 +660,7 @@ enum { NOPS = (int)(sizeof OPS / sizeof OPS[0]) };
 static bool setup(cursor *c)
 {
     static const uint64_t pages[] = {8 * MIB, 16 * MIB, 32 * MIB, 2 * MIB, 3 * MIB + 1000, 12 * MIB,
-                                     24 * MIB, MIB};
+                                     4 * MIB, MIB};
     static const uint64_t aligns[] = {0, 32, 1, 8, 50, 256, 4096, 10};
     uint8_t b0 = take8(c), b1 = take8(c), b2 = take8(c), b3 = take8(c);
     relo_host_desc hd;
@@ -665,7 +669,7 @@ static bool setup(cursor *c)
     hd.max_page_size = pages[b0 % 8];
     hd.alignment = aligns[b2 % 8];
     if (hd.alignment > hd.max_page_size) hd.alignment = 0;
-    hd.capacity = (b1 < 16) ? 0 : (uint64_t)b1 * MIB;
+    hd.capacity = (b1 < 16) ? 0 : (16 + (uint64_t)(b1 - 16) % 112) * MIB; /* 16..127 MiB */
     relo_backend *be = NULL;
     relo_status s = relo_backend_host_create(&hd, &be);
     if (s != RELO_OK) die("host backend create gave %s", sn(s));
@@ -681,6 +685,7 @@ static bool setup(cursor *c)
     dd.relocation = (b3 & 2) ? RELO_RELOCATION_OFF : RELO_RELOCATION_AUTO;
     dd.policy = (b3 & 4) ? RELO_POLICY_DENSE : RELO_POLICY_SEED;
     dd.pass_max_bytes = (b3 & 8) ? 4 * MIB : 0;
+    M.dense = dd.policy == RELO_POLICY_DENSE;
     dd.log = on_log;
     if (trace_ops < 0) trace_ops = getenv("FUZZ_OPS_TRACE") != NULL;
     if (skip_known < 0) skip_known = getenv("FUZZ_OPS_SKIP_KNOWN") != NULL;

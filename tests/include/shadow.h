@@ -109,6 +109,16 @@ static inline void shadow_check_stale(const shadow *m, relo_stream *s, relo_devi
     expect_status(relo_release(d, h), RELO_ERR_NOT_FOUND);
 }
 
+/** Every handle value in the stale ring still resolves to NOT_FOUND. */
+static inline void shadow_check_all_stale(const shadow *m, relo_stream *s)
+{
+    size_t held = m->n_stale < SHADOW_STALE ? m->n_stale : SHADOW_STALE;
+    for (size_t i = 0; i < held; i++) {
+        relo_binding b;
+        expect_status(relo_resolve(s, m->stale[i], &b), RELO_ERR_NOT_FOUND);
+    }
+}
+
 static int shadow_cmp_binding_(const void *pa, const void *pb)
 {
     const relo_binding *a = pa, *b = pb;

@@ -279,4 +279,78 @@ CHECK_TEST(b44_reclaim_keeps_empty_guarded_page)
     fx_close(&f);
 }
 
+/* While any stream records no page is released: A's emptied outdated page
+ * and a freed dedicated buffer stay through A's periodic cleanups until
+ * B's recording ends. (B starts recording first: its prepare would
+ * otherwise relocate A's outdated page.) */
+CHECK_TEST(x_no_page_released_while_another_stream_records)
+{
+    fx f;
+    require_ok(fx_open2(&f, NULL, NULL));
+    relo_stream *A = f.s, *B = f.s2;
+    expect_ok(relo_capture_prepare(B));
+    expect_ok(relo_capture_begin(B));
+    relo_handle a = fx_reserve(A, 1 * MiB);
+    relo_handle big = fx_reserve(A, 10 * MiB);
+    expect_ok(relo_mode_push(A, RELO_MODE_DEDICATED));
+    relo_handle d = fx_reserve(A, 1 * MiB);
+    expect_ok(relo_mode_pop(A));
+    uint64_t frees = fx_counts(&f).frees;
+    expect_ok(relo_release(f.dev, a)); /* the outdated page is empty */
+    expect_ok(relo_release(f.dev, d));
+    relo_handle c = fx_reserve(A, 4 * MiB); /* a periodic cleanup, and a new page */
+    expect_eq(fx_counts(&f).frees, frees);
+    expect_eq(fx_stats(A).outdated_pages, 1);
+    expect_status(relo_reclaim(A), RELO_ERR_RECORDING);
+    expect_eq(fx_counts(&f).frees, frees);
+
+    relo_graph *graph = NULL;
+    expect_ok(relo_capture_end(B, &graph));
+    relo_graph_destroy(graph);
+    relo_handle e = fx_reserve(A, 8 * MiB); /* now the cleanup runs */
+    expect_eq(fx_counts(&f).frees, frees + 2); /* the outdated page, the dedicated buffer */
+    expect_eq(fx_stats(A).outdated_pages, 0);
+    expect_ok(relo_release(f.dev, big));
+    expect_ok(relo_release(f.dev, c));
+    expect_ok(relo_release(f.dev, e));
+    fx_close(&f);
+}
+
+/* A page resolved on the recording stream is guarded whichever stream
+ * holds it: B records and resolves A's allocation; A's page then stays
+ * where it is through A's growth and a reclaim, until the graph goes. */
+CHECK_TEST(x_cross_stream_resolve_guards_page)
+{
+    fx f;
+    require_ok(fx_open2(&f, NULL, NULL));
+    relo_stream *A = f.s, *B = f.s2;
+    relo_handle a = fx_reserve(A, 1 * MiB);
+    expect_ok(fx_fill(f.dev, a, 0x42, 1 * MiB));
+    relo_binding at = fx_bind(A, a);
+    relo_graph *graph = NULL;
+    expect_ok(relo_capture_prepare(B));
+    expect_ok(relo_capture_begin(B));
+    expect_true(fx_same_place(fx_bind(B, a), at));
+    expect_ok(relo_capture_end(B, &graph));
+    require_true(graph != NULL);
+    expect_eq(fx_dev_stats(f.dev).guarded_pages, 1);
+
+    relo_handle big = fx_reserve(A, 19 * MiB / 2); /* 11 MiB pages, 1.5 MiB free */
+    relo_handle next = fx_reserve(A, 512 * KiB);
+    expect_true(fx_bind(A, next).buffer != at.buffer); /* serves nothing new */
+    expect_ok(relo_reclaim(A));
+    expect_true(fx_same_place(fx_bind(A, a), at));
+    expect_eq(fx_dev_stats(f.dev).allocations_moved, 0);
+
+    relo_graph_destroy(graph);
+    expect_ok(relo_reclaim(A));
+    expect_eq(fx_dev_stats(f.dev).allocations_moved, 1);
+    expect_true(fx_bind(A, a).buffer == fx_bind(A, big).buffer);
+    expect_true(fx_all_bytes(f.dev, a, 0x42, 1 * MiB));
+    expect_ok(relo_release(f.dev, a));
+    expect_ok(relo_release(f.dev, big));
+    expect_ok(relo_release(f.dev, next));
+    fx_close(&f);
+}
+
 CHECK_MAIN()

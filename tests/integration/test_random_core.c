@@ -35,14 +35,17 @@ typedef struct run_stats {
     int reserves, oom, exhausted, releases, reclaims, verified;
 } run_stats;
 
-static void run(uint64_t seed, int ops)
+static void run(uint64_t seed, int ops, relo_policy policy)
 {
     printf("  seed %llu\n", (unsigned long long)seed);
     uint64_t rng = seed;
     relo_host_desc hd = fx_host();
     hd.capacity = 512 * MiB;
+    relo_device_desc dd;
+    memset(&dd, 0, sizeof dd);
+    dd.policy = policy;
     fx f;
-    require_ok(fx_open(&f, &hd, NULL));
+    require_ok(fx_open(&f, &hd, &dd));
     shadow m = {0};
     run_stats rs = {0};
     int depth = 0;
@@ -139,6 +142,7 @@ static void run(uint64_t seed, int ops)
         if (op % check_every == check_every - 1) {
             expect_ok(relo_device_check(f.dev));
             shadow_check_layout(&m, f.s);
+            shadow_check_all_stale(&m, f.s);
         }
         if (check_failures_ != failures) {
             fprintf(stderr, "first failure at operation %d (kind %llu), seed %llu\n", op,
@@ -171,14 +175,20 @@ static void run(uint64_t seed, int ops)
 
 CHECK_TEST(random_core_against_shadow_model)
 {
-    run(check_seed(), 2500);
+    run(check_seed(), 2500, RELO_POLICY_SEED);
 }
 
 /* A second, shorter run from a seed derived from the first, so one ctest
  * run covers two sequences. */
 CHECK_TEST(random_core_second_sequence)
 {
-    run(check_seed() * 6364136223846793005u + 1442695040888963407u, 1500);
+    run(check_seed() * 6364136223846793005u + 1442695040888963407u, 1500, RELO_POLICY_SEED);
+}
+
+/* The dense policy also compacts current pages: more moves, same rules. */
+CHECK_TEST(random_core_dense_policy)
+{
+    run(check_seed() ^ 0x5DEECE66Du, 1500, RELO_POLICY_DENSE);
 }
 
 CHECK_MAIN()

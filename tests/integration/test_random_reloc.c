@@ -82,18 +82,21 @@ static void check_guards(const live_graph *g, int n_graphs, const shadow *m, rel
     }
 }
 
-static void run(uint64_t seed, int ops, bool sim)
+static void run(uint64_t seed, int ops, bool sim, relo_policy policy)
 {
     uint64_t rng = seed;
     printf("  seed %llu%s\n", (unsigned long long)seed, sim ? " (sim backend: no bytes)" : "");
     relo_host_desc hd = fx_host();
     hd.capacity = 768 * MiB;
+    relo_device_desc dd;
+    memset(&dd, 0, sizeof dd);
+    dd.policy = policy;
     fx f;
     if (sim) {
-        require_ok(fx_open_sim(&f, &hd, NULL));
+        require_ok(fx_open_sim(&f, &hd, &dd));
         require_ok(relo_stream_create(f.dev, NULL, &f.s2));
     } else {
-        require_ok(fx_open2(&f, &hd, NULL));
+        require_ok(fx_open2(&f, &hd, &dd));
     }
     relo_stream *s[2] = {f.s, f.s2};
     shadow m = {0};
@@ -226,6 +229,7 @@ static void run(uint64_t seed, int ops, bool sim)
             if (rec < 0) {
                 check_guards(graphs, n_graphs, &m, s[0]);
                 shadow_check_layout(&m, s[0]);
+                shadow_check_all_stale(&m, s[1]);
             }
         }
         if (check_failures_ != failures) {
@@ -265,7 +269,7 @@ static void run(uint64_t seed, int ops, bool sim)
 
 CHECK_TEST(random_reloc_two_streams_with_captures)
 {
-    run(check_seed(), 2000, false);
+    run(check_seed(), 2000, false, RELO_POLICY_SEED);
 }
 
 /* The same sequence on the sim backend, which holds no bytes: on the host
@@ -273,7 +277,14 @@ CHECK_TEST(random_reloc_two_streams_with_captures)
  * buffers (memset) and by page faults; here they are relo's own work. */
 CHECK_TEST(random_reloc_pauses_without_bytes)
 {
-    run(check_seed(), 3000, true);
+    run(check_seed(), 3000, true, RELO_POLICY_SEED);
+}
+
+/* The dense policy compacts current pages too; captures and guards must
+ * hold it back exactly as they hold back relocation. */
+CHECK_TEST(random_reloc_dense_policy)
+{
+    run(check_seed() ^ 0x5DEECE66Du, 1000, false, RELO_POLICY_DENSE);
 }
 
 CHECK_MAIN()
