@@ -48,10 +48,10 @@ if(NOT _relo_cuda_mode STREQUAL "OFF" AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/cuda.
     find_package(CUDAToolkit QUIET)
   endif()
   if(CUDAToolkit_FOUND AND TARGET CUDA::cuda_driver)
+    # Its own library (relo_cuda), so librelo never needs libcuda.so.1 and
+    # loads on machines with the toolkit but no driver.
     set(RELO_HAVE_CUDA ON)
-    list(APPEND RELO_BACKEND_SOURCES src/backend/cuda.c)
-    list(APPEND RELO_BACKEND_LIBS CUDA::cuda_driver)
-    list(APPEND RELO_BACKEND_INCLUDES ${CUDAToolkit_INCLUDE_DIRS})
+    set(RELO_CUDA_SOURCES src/backend/cuda.c)
     list(APPEND RELO_BACKEND_PUBLIC_HEADERS include/relo_cuda.h)
     message(STATUS "relo: CUDA backend on (toolkit ${CUDAToolkit_VERSION})")
   else()
