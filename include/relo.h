@@ -139,8 +139,10 @@ typedef struct relo_device_desc {
     relo_layout layout;          /**< default RELO_LAYOUT_ADAPTIVE */
     relo_relocation relocation;  /**< default RELO_RELOCATION_AUTO */
     uint64_t capacity;           /**< device bytes; 0 = what the backend reports (maybe unknown) */
-    relo_policy policy;          /**< default RELO_POLICY_SEED */
-    uint64_t pass_max_bytes;     /**< bytes one relocation pass may move; 0 = no bound */
+    relo_policy policy;          /**< default RELO_POLICY_SEED (docs/policy.md) */
+    uint64_t pass_max_bytes;     /**< bytes one relocation or compaction pass plans to move (a
+                                      pass always moves at least one page); 0 = the policy's
+                                      default: no bound for SEED, 64 MiB for DENSE */
     uint64_t pass_max_ns;        /**< time one pass may spend planning; 0 = no bound */
     relo_log_fn log;             /**< log sink; NULL = silent */
     void *log_user;              /**< passed to log */
@@ -197,7 +199,8 @@ RELO_API relo_status relo_stream_create(relo_device *device, void *backend_strea
  * Destroys a stream and gives its empty pages back.
  *
  * Returns RELO_ERR_BUSY (nothing changes) while an allocation reserved on
- * the stream is live, a graph guards one of its pages, or it is in a capture;
+ * the stream is live, a graph guards one of its pages, or any stream of the
+ * device is in a capture (a recording may have touched this stream's pages);
  * RELO_ERR_INVALID_ARGUMENT for NULL; else RELO_OK.
  */
 RELO_API relo_status relo_stream_destroy(relo_stream *stream);

@@ -100,7 +100,6 @@ uint64_t relo__compact(relo_device *d, relo_pool *pool, uint64_t want, bool repa
     if (!relo__relocation_allowed(d) || d->desc.policy != RELO_POLICY_DENSE) return 0;
     relo_pass pass;
     relo__pass_begin(&pass, d, reason);
-    if (!pass.max_bytes) pass.max_bytes = RELO_DENSE_PASS_MAX_BYTES;
     fence_list fences = {NULL, 0, 0};
     uint64_t emptied = 0;
     if (pool) {
