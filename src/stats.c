@@ -10,8 +10,9 @@
 
 #include "device.h"
 
-static void add_pool(const relo_pool *p, relo_stats *out)
+static void add_pool(relo_pool *p, void *user)
 {
+    relo_stats *out = user;
     out->allocations += p->allocations;
     out->bytes_in_use += p->bytes_in_use;
     out->bytes_padding += p->bytes_padding;
@@ -26,11 +27,7 @@ static void add_pool(const relo_pool *p, relo_stats *out)
 
 static void add_gauges(const struct relo_stream *s, relo_stats *out)
 {
-    uint32_t n = relo__stream_pool_slots(s);
-    for (uint32_t i = 0; i < n; i++) {
-        const relo_pool *p = relo__stream_pool_at(s, i);
-        if (p) add_pool(p, out);
-    }
+    relo__stream_each_pool((struct relo_stream *)s, add_pool, out);
 }
 
 static void set_counters(const relo_counters *c, relo_stats *out)

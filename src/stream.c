@@ -81,32 +81,34 @@ relo_pool *relo__stream_pool_at(const struct relo_stream *s, uint32_t i)
 
 void relo__stream_each_pool(struct relo_stream *s, void (*fn)(relo_pool *, void *), void *user)
 {
-    uint32_t n = relo__stream_pool_slots(s);
-    for (uint32_t i = 0; i < n; i++) {
-        relo_pool *p = relo__stream_pool_at(s, i);
-        if (p) fn(p, user);
+    /* A direct walk: stats call this on every query, so no per-pool switch. */
+    fn(&s->persistent, user);
+    fn(&s->dedicated, user);
+    fn(&s->tiny, user);
+    fn(&s->small, user);
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) fn(&s->dense[k], user);
+    for (uint32_t i = 0, seen = 0; seen < s->arena.pool_count && i < RELO_ARENA_SLOTS; i++) {
+        if (!s->arena.slots[i]) continue;
+        seen++;
+        fn(s->arena.slots[i], user);
     }
+    for (uint32_t i = 0; i < s->bucket_count; i++) fn(&s->buckets[i], user);
 }
+
+static void add_allocations(relo_pool *p, void *user) { *(uint64_t *)user += p->allocations; }
+static void add_guarded(relo_pool *p, void *user) { *(uint64_t *)user += p->guarded_pages; }
 
 uint64_t relo__stream_allocations(const struct relo_stream *s)
 {
     uint64_t n = 0;
-    uint32_t slots = relo__stream_pool_slots(s);
-    for (uint32_t i = 0; i < slots; i++) {
-        const relo_pool *p = relo__stream_pool_at(s, i);
-        if (p) n += p->allocations;
-    }
+    relo__stream_each_pool((struct relo_stream *)s, add_allocations, &n);
     return n;
 }
 
 uint64_t relo__stream_guarded_pages(const struct relo_stream *s)
 {
     uint64_t n = 0;
-    uint32_t slots = relo__stream_pool_slots(s);
-    for (uint32_t i = 0; i < slots; i++) {
-        const relo_pool *p = relo__stream_pool_at(s, i);
-        if (p) n += p->guarded_pages;
-    }
+    relo__stream_each_pool((struct relo_stream *)s, add_guarded, &n);
     return n;
 }
 
