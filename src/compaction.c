@@ -73,6 +73,11 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, uint64_t want, bool 
         relo_page *p = c[i].page;
         if (relo__pass_full(pass, c[i].live_bytes)) break;
         uint64_t own_room = p->size - p->occupied_bytes;
+        /* Emptying a page gives back its free room at the cost of copying
+         * what lives on it. A reclaim, which nothing is waiting on, empties
+         * only pages at most 2/3 full, so it does not shuffle dense pages
+         * from one to the next; packing for a page needed now takes any. */
+        if (pass->reason == RELO_REASON_EXPLICIT && own_room < p->occupied_bytes / 2) continue;
         bool may_fit = room - own_room >= p->occupied_bytes;
         bool worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule;
         if (!may_fit && !worth_pages) continue;

@@ -19,7 +19,9 @@
 /**
  * One compaction pass over pool (non-NULL), or over every dense pool of
  * every stream (NULL). Stops once the pages it plans to empty add up to
- * want bytes, or at the pass's bounds. Targets go into the free room of
+ * want bytes, or at the pass's bounds. With reason EXPLICIT (a reclaim)
+ * only pages at most 2/3 full are sources; otherwise any page that can be
+ * emptied is. Targets go into the free room of
  * denser pages; with repaginate, the allocations of a page of a variable-
  * page pool may also move to new pages of their own size when that gives
  * back at least a granule. Emptied pages stay with their pool (empty,

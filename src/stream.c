@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "compaction.h"
 #include "dedicated_pool.h"
 #include "device.h"
 #include "exclusive_pool.h"
@@ -191,7 +192,12 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     relo_slice *slice = NULL;
     st = route(s, size, slot, &slice);
     if (st == RELO_ERR_OUT_OF_MEMORY && d->recording == 0) {
-        /* The device refused: give back what nothing needs, then once more. */
+        /* The device refused: give back what nothing needs (the dense
+         * policy packs whatever it can first), then once more. */
+        if (d->desc.policy == RELO_POLICY_DENSE) {
+            relo__device_cleanup_periodic(d);
+            relo__compact_and_release(d, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE);
+        }
         relo__device_cleanup_explicit(d);
         st = route(s, size, slot, &slice);
     } else if (st == RELO_ERR_PAGE_SIZES_EXHAUSTED) {
