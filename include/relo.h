@@ -372,6 +372,7 @@ RELO_API void relo_graph_destroy(relo_graph *graph);
     X(allocations_moved, "allocations moved by relocation")                    \
     X(bytes_moved, "bytes copied by relocation")                               \
     X(bytes_leaked, "bytes never reused after a copy whose outcome is unknown") \
+    X(longest_pass_ns, "longest relocation or compaction pass, planning to commit (ns)") \
     X(pages_released, "pages given back to the backend")                       \
     X(backend_allocs, "buffers the backend allocated")                         \
     X(backend_frees, "buffers given back to the backend")

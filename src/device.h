@@ -44,7 +44,6 @@ struct relo_device {
     relo_counters counters;         /* device totals, outliving streams */
 
     uint64_t relocation_passes;     /* passes started */
-    uint64_t longest_pass_ns;       /* longest pass, planning to commit */
     uint64_t dense_live_peak;       /* dense policy: most bytes live seen at a new page */
     uint64_t held_sums;             /* times bytes held were summed (trigger) */
     relo_reason last_reason;

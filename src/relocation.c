@@ -269,11 +269,18 @@ bool relo__pass_finish(relo_pass *plan)
             break;
         }
     }
+    uint64_t pause = now_ns() - plan->started_ns;
+    if (plan->count > 0 && pause > d->counters.longest_pass_ns) d->counters.longest_pass_ns = pause;
+    /* Sources may be gone (merged away) by now: the streams the pass
+     * counted carry its id. */
+    for (uint32_t i = 0; i < d->stream_count; i++) {
+        relo_stream *s = d->streams[i];
+        if (s->relocation_pass == plan->id && pause > s->counters.longest_pass_ns)
+            s->counters.longest_pass_ns = pause;
+    }
     relo__free(plan->moves);
     plan->moves = NULL;
     plan->count = plan->cap = 0;
-    uint64_t pause = now_ns() - plan->started_ns;
-    if (pause > d->longest_pass_ns) d->longest_pass_ns = pause;
     if (moved) {
         /* Outdated pages that emptied go back now, so a retry has the room. */
         relo__device_cleanup_periodic(d);

@@ -12,10 +12,11 @@
 
 #include "relo.h"
 
-/* Counters of events (monotonic). Gauges are summed from the pools. */
+/* Counters of events (monotonic; longest_pass_ns is a maximum). Gauges
+ * are summed from the pools. */
 #define RELO_COUNTER_LIST(X)                                                   \
     X(relocations) X(relocations_abandoned) X(allocations_moved) X(bytes_moved) \
-    X(bytes_leaked) X(pages_released) X(backend_allocs) X(backend_frees)
+    X(bytes_leaked) X(pages_released) X(backend_allocs) X(backend_frees) X(longest_pass_ns)
 
 typedef struct relo_counters {
 #define RELO_X_(name) uint64_t name;

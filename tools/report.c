@@ -72,6 +72,7 @@ void report_text(FILE *f, const report *rep)
     fprintf(f, "  %-26s %20" PRIu64 "\n", "relocations", r->stats.relocations);
     fprintf(f, "  %-26s %20" PRIu64 "\n", "allocations moved", r->stats.allocations_moved);
     row_bytes(f, "bytes moved", r->stats.bytes_moved);
+    fprintf(f, "  %-26s %20" PRIu64 "\n", "longest pass (ns)", r->stats.longest_pass_ns);
     fprintf(f, "  %-26s %20" PRIu64 " / %" PRIu64 "\n", "backend allocs / frees", r->stats.backend_allocs,
             r->stats.backend_frees);
     fprintf(f, "  %-26s %20.1f\n", "ns per event", ns_per_event(rep));
@@ -142,9 +143,9 @@ void report_json(FILE *f, const report *rep)
     const relo_stats *s = &r->stats;
     fprintf(f, ",\"relocations\":%" PRIu64 ",\"relocations_abandoned\":%" PRIu64
                ",\"allocations_moved\":%" PRIu64 ",\"bytes_moved\":%" PRIu64
-               ",\"backend_allocs\":%" PRIu64 ",\"backend_frees\":%" PRIu64,
+               ",\"backend_allocs\":%" PRIu64 ",\"backend_frees\":%" PRIu64 ",\"longest_pass_ns\":%" PRIu64,
             s->relocations, s->relocations_abandoned, s->allocations_moved, s->bytes_moved,
-            s->backend_allocs, s->backend_frees);
+            s->backend_allocs, s->backend_frees, s->longest_pass_ns);
     fprintf(f, ",\"ns_per_event\":%.1f,\"reserve_p50_ns\":%" PRIu64 ",\"reserve_p99_ns\":%" PRIu64
                ",\"longest_call_ns\":%" PRIu64 ",\"longest_call_event\":%" PRIu64 ",\"wall_seconds\":%.3f",
             ns_per_event(rep), r->reserve_p50_ns, r->reserve_p99_ns, r->longest_call_ns,
