@@ -1,0 +1,276 @@
+/*
+ * test_compaction.c — the dense policy's compaction (docs/policy.md): it
+ * keeps every byte, moves a page all or nothing, never touches a guarded
+ * page, loses nothing when a pass is abandoned or its outcome is unknown,
+ * and makes a workload fit when the device refuses a page.
+ *
+ * Setup shared by the cases: a dense device on the host backend; 256
+ * allocations of 16 KiB fill 64 pages of 64 KiB (a new fine-pool page
+ * holds as many copies of its request as fit, and small workloads get
+ * small pages); then some of each page's four are released, so every page
+ * is sparse and compaction has somewhere to put what it moves.
+ */
+#include "check.h"
+#include "fixture.h"
+#include "relo.h"
+#include "relo_backend.h"
+
+#define COUNT 256
+#define SIZE (16 * KiB)
+
+typedef struct scene {
+    fx f;
+    relo_handle h[COUNT];
+    relo_binding before[COUNT];
+    bool kept[COUNT];
+} scene;
+
+static relo_device_desc dense_desc(void)
+{
+    relo_device_desc d;
+    memset(&d, 0, sizeof d);
+    d.policy = RELO_POLICY_DENSE;
+    return d;
+}
+
+/* Fills the pages, then keeps allocation i where keep(i) says so. */
+static bool scene_open(scene *sc, const relo_host_desc *hd, bool (*keep)(int))
+{
+    memset(sc, 0, sizeof *sc);
+    relo_device_desc dd = dense_desc();
+    relo_host_desc def = fx_host();
+    if (fx_open(&sc->f, hd ? hd : &def, &dd) != RELO_OK) return false;
+    for (int i = 0; i < COUNT; i++) {
+        sc->h[i] = fx_reserve(sc->f.s, SIZE);
+        if (!sc->h[i].id || fx_write_pattern(sc->f.dev, sc->h[i], (uint64_t)i + 1, SIZE) != RELO_OK)
+            return false;
+    }
+    for (int i = 0; i < COUNT; i++) {
+        sc->kept[i] = keep(i);
+        if (!sc->kept[i]) expect_ok(relo_release(sc->f.dev, sc->h[i]));
+    }
+    for (int i = 0; i < COUNT; i++)
+        if (sc->kept[i]) sc->before[i] = fx_bind(sc->f.s, sc->h[i]);
+    return true;
+}
+
+static void scene_close(scene *sc)
+{
+    for (int i = 0; i < COUNT; i++)
+        if (sc->kept[i]) expect_ok(relo_release(sc->f.dev, sc->h[i]));
+    fx_close(&sc->f);
+}
+
+/* Every kept allocation still holds its pattern. */
+static bool scene_bytes_intact(scene *sc)
+{
+    for (int i = 0; i < COUNT; i++)
+        if (sc->kept[i] && !fx_check_pattern(sc->f.dev, sc->h[i], (uint64_t)i + 1, SIZE)) return false;
+    return true;
+}
+
+/* How many kept allocations are no longer where they were. */
+static int scene_moved(scene *sc)
+{
+    int moved = 0;
+    for (int i = 0; i < COUNT; i++)
+        if (sc->kept[i] && !fx_same_place(sc->before[i], fx_bind(sc->f.s, sc->h[i]))) moved++;
+    return moved;
+}
+
+static bool keep_half(int i) { return i % 4 < 2; }
+static bool keep_quarter(int i) { return i % 4 == 0; }
+
+CHECK_TEST(compaction_keeps_bytes_and_gives_pages_back)
+{
+    scene sc;
+    require_true(scene_open(&sc, NULL, keep_half));
+    relo_stats before = fx_stats(sc.f.s);
+    expect_eq(before.allocations, COUNT / 2);
+    expect_eq(before.allocations_moved, 0);
+
+    expect_ok(relo_reclaim(sc.f.s));
+    relo_stats after = fx_stats(sc.f.s);
+    expect_gt(after.allocations_moved, 0);
+    expect_eq(after.allocations_moved, (uint64_t)scene_moved(&sc));
+    expect_eq(after.bytes_moved, after.allocations_moved * SIZE);
+    expect_lt(after.pages, before.pages);
+    expect_lt(after.bytes_reserved, before.bytes_reserved);
+    expect_eq(after.bytes_in_use, before.bytes_in_use);
+    expect_eq(after.relocations_abandoned, 0);
+    expect_true(scene_bytes_intact(&sc));
+    expect_ok(relo_device_check(sc.f.dev));
+    scene_close(&sc);
+}
+
+CHECK_TEST(compaction_moves_a_page_all_or_nothing)
+{
+    scene sc;
+    require_true(scene_open(&sc, NULL, keep_half));
+    expect_ok(relo_reclaim(sc.f.s));
+    /* The two kept allocations of each original page moved together or
+     * stayed together: a page is emptied whole or not at all. */
+    int pages_moved = 0, pages_kept = 0;
+    for (int i = 0; i < COUNT; i += 4) {
+        bool a = !fx_same_place(sc.before[i], fx_bind(sc.f.s, sc.h[i]));
+        bool b = !fx_same_place(sc.before[i + 1], fx_bind(sc.f.s, sc.h[i + 1]));
+        expect_eq(a, b);
+        if (a && b) pages_moved++;
+        if (!a && !b) pages_kept++;
+    }
+    expect_gt(pages_moved, 0);
+    expect_gt(pages_kept, 0); /* the moved ones went somewhere */
+    expect_true(scene_bytes_intact(&sc));
+    expect_ok(relo_device_check(sc.f.dev));
+    scene_close(&sc);
+}
+
+CHECK_TEST(compaction_never_touches_guarded_pages)
+{
+    scene sc;
+    require_true(scene_open(&sc, NULL, keep_half));
+    /* A graph uses the first 8 pages: the allocations resolved while the
+     * stream records. */
+    relo_graph *g = NULL;
+    require_ok(relo_capture_prepare(sc.f.s));
+    require_ok(relo_capture_begin(sc.f.s));
+    for (int i = 0; i < 32; i++)
+        if (sc.kept[i]) (void)fx_bind(sc.f.s, sc.h[i]);
+    require_ok(relo_capture_end(sc.f.s, &g));
+    require_true(g != NULL);
+    expect_eq(fx_stats(sc.f.s).guarded_pages, 8);
+    for (int i = 0; i < COUNT; i++)
+        if (sc.kept[i]) sc.before[i] = fx_bind(sc.f.s, sc.h[i]);
+
+    expect_ok(relo_reclaim(sc.f.s));
+    expect_gt(fx_stats(sc.f.s).allocations_moved, 0);
+    for (int i = 0; i < 32; i++)
+        if (sc.kept[i]) expect_true(fx_same_place(sc.before[i], fx_bind(sc.f.s, sc.h[i])));
+    /* Nothing moved onto a guarded page either: no other allocation shares
+     * a buffer with a guarded one except its own page-mates. */
+    for (int i = 32; i < COUNT; i++) {
+        if (!sc.kept[i]) continue;
+        relo_binding b = fx_bind(sc.f.s, sc.h[i]);
+        for (int j = 0; j < 32; j += 4) expect_true(b.buffer != sc.before[j].buffer);
+    }
+    expect_eq(fx_stats(sc.f.s).guarded_pages, 8);
+    expect_true(scene_bytes_intact(&sc));
+    expect_ok(relo_device_check(sc.f.dev));
+
+    /* Once the graph goes, those pages are ordinary again. */
+    relo_graph_destroy(g);
+    expect_eq(fx_stats(sc.f.s).guarded_pages, 0);
+    expect_ok(relo_reclaim(sc.f.s));
+    expect_true(scene_bytes_intact(&sc));
+    expect_ok(relo_device_check(sc.f.dev));
+    scene_close(&sc);
+}
+
+CHECK_TEST(abandoned_compaction_loses_nothing)
+{
+    scene sc;
+    require_true(scene_open(&sc, NULL, keep_half));
+    relo_stats before = fx_stats(sc.f.s);
+    relo_host_desc faults = fx_host();
+    faults.refuse_copies = true;
+    require_ok(relo_backend_host_set_faults(sc.f.backend, &faults));
+
+    expect_ok(relo_reclaim(sc.f.s));
+    relo_stats after = fx_stats(sc.f.s);
+    expect_ge(after.relocations_abandoned, 1);
+    expect_eq(after.allocations_moved, 0);
+    expect_eq(scene_moved(&sc), 0);
+    expect_eq(after.pages, before.pages);
+    expect_eq(after.bytes_reserved, before.bytes_reserved);
+    expect_eq(after.bytes_leaked, 0);
+    expect_true(scene_bytes_intact(&sc));
+    expect_ok(relo_device_check(sc.f.dev));
+
+    /* With copies back, the same reclaim moves. */
+    faults.refuse_copies = false;
+    require_ok(relo_backend_host_set_faults(sc.f.backend, &faults));
+    expect_ok(relo_reclaim(sc.f.s));
+    expect_gt(fx_stats(sc.f.s).allocations_moved, 0);
+    expect_true(scene_bytes_intact(&sc));
+    expect_ok(relo_device_check(sc.f.dev));
+    scene_close(&sc);
+}
+
+CHECK_TEST(compaction_with_unknown_copy_outcome_leaks_and_keeps_bytes)
+{
+    scene sc;
+    require_true(scene_open(&sc, NULL, keep_half));
+    relo_host_desc faults = fx_host();
+    faults.fail_wait_copies = true;
+    require_ok(relo_backend_host_set_faults(sc.f.backend, &faults));
+
+    expect_ok(relo_reclaim(sc.f.s));
+    relo_stats after = fx_stats(sc.f.s);
+    expect_ge(after.relocations_abandoned, 1);
+    expect_eq(after.allocations_moved, 0);
+    expect_gt(after.bytes_leaked, 0);
+    expect_eq(scene_moved(&sc), 0); /* every handle still at its source */
+    expect_true(scene_bytes_intact(&sc));
+    expect_ok(relo_device_check(sc.f.dev));
+    scene_close(&sc);
+}
+
+/* Fills a capacity-limited device with pages a quarter used, then asks
+ * for more than any hole holds: the device refuses a new page, and only
+ * packing what is live makes room. */
+static relo_status reserve_after_fragmenting(uint64_t *moved)
+{
+    scene sc;
+    relo_host_desc hd = fx_host();
+    hd.capacity = 4 * MiB; /* the 64 pages of 64 KiB */
+    if (!scene_open(&sc, &hd, keep_quarter)) {
+        check_fail_(__FILE__, __LINE__, "scene_open");
+        return RELO_ERR_INVALID_ARGUMENT;
+    }
+    relo_device_desc got;
+    expect_ok(relo_device_desc_get(sc.f.dev, &got));
+    expect_eq(got.capacity, 4 * MiB);
+    relo_handle big = {0};
+    relo_status st = relo_reserve(sc.f.s, 1 * MiB, &big);
+    *moved = fx_stats(sc.f.s).allocations_moved;
+    expect_true(scene_bytes_intact(&sc));
+    expect_ok(relo_device_check(sc.f.dev));
+    if (st == RELO_OK) expect_ok(relo_release(sc.f.dev, big));
+    scene_close(&sc);
+    return st;
+}
+
+CHECK_TEST(refused_page_is_made_by_compaction)
+{
+    uint64_t moved = 0;
+    expect_ok(reserve_after_fragmenting(&moved));
+    expect_gt(moved, 0);
+}
+
+CHECK_TEST(refused_page_without_relocation_stays_refused)
+{
+    /* The same scene with relocation off: nothing can move, the device is
+     * full, the reservation fails. This is what compaction buys. */
+    scene sc;
+    relo_host_desc hd = fx_host();
+    hd.capacity = 4 * MiB;
+    memset(&sc, 0, sizeof sc);
+    relo_device_desc dd = dense_desc();
+    dd.relocation = RELO_RELOCATION_OFF;
+    require_ok(fx_open(&sc.f, &hd, &dd));
+    for (int i = 0; i < COUNT; i++) {
+        sc.h[i] = fx_reserve(sc.f.s, SIZE);
+        require_ne(sc.h[i].id, 0);
+    }
+    for (int i = 0; i < COUNT; i++) {
+        sc.kept[i] = keep_quarter(i);
+        if (!sc.kept[i]) expect_ok(relo_release(sc.f.dev, sc.h[i]));
+    }
+    relo_handle big = {0};
+    expect_status(relo_reserve(sc.f.s, 1 * MiB, &big), RELO_ERR_OUT_OF_MEMORY);
+    expect_eq(fx_stats(sc.f.s).allocations_moved, 0);
+    expect_ok(relo_device_check(sc.f.dev));
+    scene_close(&sc);
+}
+
+CHECK_MAIN()
