@@ -131,6 +131,13 @@ typedef enum relo_log_level {
     RELO_LOG_LEVEL_COUNT
 } relo_log_level;
 
+/** Names of the enumerators above ("RELO_LAYOUT_ADAPTIVE", ...); an
+ *  unknown value gives "..._UNKNOWN". Never NULL; thread-safe. */
+RELO_API const char *relo_layout_name(relo_layout layout);
+RELO_API const char *relo_relocation_name(relo_relocation relocation);
+RELO_API const char *relo_policy_name(relo_policy policy);
+RELO_API const char *relo_log_level_name(relo_log_level level);
+
 /** A log sink. Called with the device lock held: it must not call relo. */
 typedef void (*relo_log_fn)(void *user, relo_log_level level, const char *message);
 

@@ -1,6 +1,7 @@
 /*
- * status.c — names and sentences of relo_status and the other public enums,
- * generated from the X-macro lists in relo.h so they cannot drift.
+ * status.c — names and sentences of relo_status (generated from the X-macro
+ * list in relo.h, so they cannot drift) and the names of the other public
+ * enums.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,48 @@ const char *relo_mode_name(relo_mode mode)
     case RELO_MODE_COUNT: break;
     }
     return "RELO_MODE_UNKNOWN";
+}
+
+const char *relo_layout_name(relo_layout layout)
+{
+    switch (layout) {
+    case RELO_LAYOUT_ADAPTIVE: return "RELO_LAYOUT_ADAPTIVE";
+    case RELO_LAYOUT_EXCLUSIVE: return "RELO_LAYOUT_EXCLUSIVE";
+    case RELO_LAYOUT_COUNT: break;
+    }
+    return "RELO_LAYOUT_UNKNOWN";
+}
+
+const char *relo_relocation_name(relo_relocation relocation)
+{
+    switch (relocation) {
+    case RELO_RELOCATION_AUTO: return "RELO_RELOCATION_AUTO";
+    case RELO_RELOCATION_OFF: return "RELO_RELOCATION_OFF";
+    case RELO_RELOCATION_COUNT: break;
+    }
+    return "RELO_RELOCATION_UNKNOWN";
+}
+
+const char *relo_policy_name(relo_policy policy)
+{
+    switch (policy) {
+    case RELO_POLICY_SEED: return "RELO_POLICY_SEED";
+    case RELO_POLICY_DENSE: return "RELO_POLICY_DENSE";
+    case RELO_POLICY_COUNT: break;
+    }
+    return "RELO_POLICY_UNKNOWN";
+}
+
+const char *relo_log_level_name(relo_log_level level)
+{
+    switch (level) {
+    case RELO_LOG_DEBUG: return "RELO_LOG_DEBUG";
+    case RELO_LOG_INFO: return "RELO_LOG_INFO";
+    case RELO_LOG_WARN: return "RELO_LOG_WARN";
+    case RELO_LOG_ERROR: return "RELO_LOG_ERROR";
+    case RELO_LOG_LEVEL_COUNT: break;
+    }
+    return "RELO_LOG_LEVEL_UNKNOWN";
 }
 
 void relo__assert_fail(const char *expr, const char *file, int line)
