@@ -121,6 +121,7 @@ typedef struct relo_host_desc {
     bool fail_wait_copies;        /**< wait_copies fails, outcome unknown */
     bool fail_wait_device;        /**< wait_device fails */
     uint64_t refuse_copy_after;   /**< refuse every copy after this many; 0 = never */
+    bool no_free_fill;            /**< host: freed buffers skip the 0xDD fill (benchmarks) */
 } relo_host_desc;
 
 /** Calls the host or simulated backend has served so far. */
@@ -137,7 +138,10 @@ typedef struct relo_host_counts {
 /**
  * A backend over host memory: real bytes, for tests and debugging. Fresh
  * buffers are filled with 0xA5 and freed ones with 0xDD before they go, so
- * a lost byte or a use after free shows. Copies are memcpy, done at once.
+ * a lost byte or a use after free shows (desc->no_free_fill skips the
+ * second, for benchmarks that time relo rather than the fill; fresh buffers
+ * are always filled, which also makes them resident as device memory is).
+ * Copies are memmove, done at once.
  * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT (max page < alignment, NULL
  * out), RELO_ERR_HOST_MEMORY.
  */

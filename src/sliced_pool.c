@@ -73,7 +73,7 @@ uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
 {
     if (!pool->variable_pages) return pool->page_size;
     uint64_t page;
-    if (length <= pool->small_request_max && pool->small_request_page >= length) {
+    if (length > 0 && length <= pool->small_request_max && pool->small_request_page >= length) {
         /* As many copies of the request as a small page holds, so a page
          * that serves one size class wastes at most a granule. */
         uint64_t copies = pool->small_request_page / length;

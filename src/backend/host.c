@@ -42,7 +42,7 @@ static relo_status host_alloc(void *ctx, uint64_t size, void **buffer, uint64_t 
 static void host_free(void *ctx, void *buffer, uint64_t size)
 {
     if (!buffer) return;
-    memset(buffer, HOST_FREED_BYTE, (size_t)size);
+    if (!((relo__hostlike *)ctx)->no_free_fill) memset(buffer, HOST_FREED_BYTE, (size_t)size);
     free(buffer);
     relo__hostlike_free_done(ctx, size);
 }

@@ -64,6 +64,7 @@ relo_status relo__hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
     memset(ctx, 0, sizeof *ctx);
     copy_faults(&ctx->faults, desc);
     ctx->capacity = desc->capacity;
+    ctx->no_free_fill = desc->no_free_fill;
     ctx->max_page_size = max_page;
     ctx->address_alignment = address_alignment;
     /* Sim addresses start well above zero so that no buffer's address is 0,

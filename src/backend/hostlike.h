@@ -25,6 +25,7 @@ typedef struct relo__hostlike {
     uint64_t allocs_since_faults;  /* successful allocs since creation or set_faults */
     uint64_t copies_since_faults;  /* successful copies since creation or set_faults */
     uint64_t next_address;         /* sim only: the next virtual address to hand out */
+    bool no_free_fill;             /* host only: freed buffers skip their fill */
 } relo__hostlike;
 
 /*
