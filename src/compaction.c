@@ -7,7 +7,6 @@
 #include "compaction.h"
 
 #include <stdlib.h>
-#include <stdio.h>
 
 #include "dense.h"
 #include "hostmem.h"
@@ -72,6 +71,9 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, uint64_t want, bool 
     for (uint32_t i = 0; i < n && emptied < want; i++) {
         relo_page *p = c[i].page;
         if (relo__pass_full(pass, c[i].live_bytes)) break;
+        /* A page that took targets of an earlier source this pass keeps
+         * them: emptying it is no longer possible. */
+        if (relo__page_movable_bytes(p) == 0) continue;
         uint64_t own_room = p->size - p->occupied_bytes;
         /* Emptying a page gives back its free room at the cost of copying
          * what lives on it. A reclaim, which nothing is waiting on, empties
@@ -137,9 +139,7 @@ uint64_t relo__compact_and_release(relo_device *d, uint64_t want, bool repaginat
     uint64_t released = 0;
     release_dense_empty(d, &released);
     for (int i = 0; i < MAX_PASSES && released < want; i++) {
-        uint64_t e = relo__compact(d, NULL, want - released, repaginate, reason);
-        if (getenv("RELO_DBG")) fprintf(stderr, "pass %d want %llu released %llu emptied %llu\n", i, (unsigned long long)want, (unsigned long long)released, (unsigned long long)e);
-        if (!e) break;
+        if (!relo__compact(d, NULL, want - released, repaginate, reason)) break;
         release_dense_empty(d, &released);
     }
     return released;
