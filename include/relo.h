@@ -338,7 +338,10 @@ RELO_API relo_status relo_capture_prepare(relo_stream *stream);
 /**
  * PREPARED → RECORDING. While any stream records nothing is relocated,
  * released or cleaned up; this stream may only use room it already holds.
- * Returns RELO_OK, RELO_ERR_CAPTURE_STATE, RELO_ERR_INVALID_ARGUMENT.
+ * The graph that will hold the guards is made here, so relo_capture_end
+ * cannot fail for lack of memory.
+ * Returns RELO_OK, RELO_ERR_CAPTURE_STATE, RELO_ERR_INVALID_ARGUMENT,
+ * RELO_ERR_HOST_MEMORY (the stream stays PREPARED).
  */
 RELO_API relo_status relo_capture_begin(relo_stream *stream);
 
@@ -347,8 +350,8 @@ RELO_API relo_status relo_capture_begin(relo_stream *stream);
  * guarded by the returned graph. A doomed recording (a reservation needed a
  * new page) returns that error (RELO_ERR_PAGE_UPDATE_FORBIDDEN), guards
  * nothing and sets *out to NULL; the stream is IDLE either way.
- * Returns RELO_OK, RELO_ERR_CAPTURE_STATE, RELO_ERR_INVALID_ARGUMENT,
- * RELO_ERR_HOST_MEMORY (the stream stays RECORDING; try again).
+ * Returns RELO_OK, RELO_ERR_CAPTURE_STATE, RELO_ERR_INVALID_ARGUMENT, or
+ * the doom error.
  */
 RELO_API relo_status relo_capture_end(relo_stream *stream, relo_graph **out);
 
