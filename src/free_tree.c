@@ -98,6 +98,15 @@ void relo__free_tree_remove(relo_slice **root, relo_slice *slice, bool by_size)
     slice->left = slice->right = NULL;
 }
 
+static void refresh(relo_slice *node, relo_slice *target)
+{
+    if (!node) return; /* not present: nothing to restore */
+    if (node != target) refresh(before(target, node, false) ? node->left : node->right, target);
+    update(node);
+}
+
+void relo__free_tree_refresh(relo_slice *root, relo_slice *slice) { refresh(root, slice); }
+
 relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length, bool by_size)
 {
     if (by_size) {

@@ -190,28 +190,52 @@ void relo__pool_slice_take(relo_pool *pool, relo_slice *slice, uint64_t size, ui
     }
 }
 
-/* Merges a FREE slice with FREE neighbours (sliced pools). */
-static relo_slice *merge_neighbours(relo_pool *pool, relo_slice *sl)
+/* Unlinks a slice from its page's list and gives its node back. */
+static void unlink_slice(relo_pool *pool, relo_slice *sl)
 {
-    relo_slice_slab *slab = &pool->stream->device->slab;
-    bool in_tree = relo__page_serves(sl->page);
+    if (sl->prev)
+        sl->prev->next = sl->next;
+    else
+        sl->page->first = sl->next;
+    if (sl->next) sl->next->prev = sl->prev;
+    relo__slice_delete(&pool->stream->device->slab, sl);
+}
+
+/* Merges a FREE slice, not in the tree, with its FREE neighbours (sliced
+ * pools) and leaves the merged slice in the tree when its page serves. By
+ * address a neighbour already in the tree keeps its node and place (its key
+ * passes no other free slice), so only maxima are restored. */
+static void merge_neighbours(relo_pool *pool, relo_slice *sl)
+{
+    bool serves = relo__page_serves(sl->page);
     relo_slice *prev = sl->prev, *next = sl->next;
-    if (prev && prev->state == RELO_SLICE_FREE) {
-        if (in_tree) relo__pool_tree_remove(pool, prev);
+    bool prev_free = prev && prev->state == RELO_SLICE_FREE;
+    bool next_free = next && next->state == RELO_SLICE_FREE;
+    if (serves && !pool->best_fit && (prev_free || next_free)) {
+        relo_slice *keep = prev_free ? prev : next;
+        if (prev_free && next_free) {
+            relo__pool_tree_remove(pool, next);
+            prev->length += next->length;
+            unlink_slice(pool, next);
+        }
+        if (!prev_free) keep->offset = sl->offset;
+        keep->length += sl->length;
+        unlink_slice(pool, sl);
+        relo__free_tree_refresh(pool->free_root, keep);
+        return;
+    }
+    if (prev_free) {
+        if (serves) relo__pool_tree_remove(pool, prev);
         prev->length += sl->length;
-        prev->next = next;
-        if (next) next->prev = prev;
-        relo__slice_delete(slab, sl);
+        unlink_slice(pool, sl);
         sl = prev;
     }
-    if (next && next->state == RELO_SLICE_FREE) {
-        if (in_tree) relo__pool_tree_remove(pool, next);
+    if (next_free) {
+        if (serves) relo__pool_tree_remove(pool, next);
         sl->length += next->length;
-        sl->next = next->next;
-        if (next->next) next->next->prev = sl;
-        relo__slice_delete(slab, next);
+        unlink_slice(pool, next);
     }
-    return sl;
+    if (serves) relo__pool_tree_insert(pool, sl);
 }
 
 void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
@@ -239,8 +263,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
 
     switch (pool->kind) {
     case RELO_POOL_SLICED:
-        slice = merge_neighbours(pool, slice);
-        if (relo__page_serves(page)) relo__pool_tree_insert(pool, slice);
+        merge_neighbours(pool, slice);
         if (page->occupied == 0 && relo__page_serves(page) && pool->outdated)
             relo__device_queue_release(d, page);
         break;

@@ -8,12 +8,34 @@
 #include "device.h"
 #include "free_tree.h"
 
-/* Splits a free slice so its first `length` bytes hold the allocation. */
+/* Splits a free slice so its first `length` bytes hold the allocation;
+ * returns the slice that holds it. By address the free remainder keeps the
+ * node and its place in the tree (its key grows but passes no other free
+ * slice), so only the maxima need restoring; by size it is a new key. */
 static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64_t size,
-                         uint32_t slot, relo_slice_state state)
+                         uint32_t slot, relo_slice_state state, relo_slice **out)
 {
     relo_slice_slab *slab = &pool->stream->device->slab;
-    if (f->length > length) {
+    relo_slice *taken = f;
+    if (f->length > length && !pool->best_fit) {
+        relo_slice *a = relo__slice_new(slab);
+        if (!a) return RELO_ERR_HOST_MEMORY;
+        a->page = f->page;
+        a->offset = f->offset;
+        a->length = length;
+        a->state = RELO_SLICE_FREE;
+        a->prev = f->prev;
+        a->next = f;
+        if (f->prev)
+            f->prev->next = a;
+        else
+            f->page->first = a;
+        f->prev = a;
+        f->offset += length;
+        f->length -= length;
+        relo__free_tree_refresh(pool->free_root, f);
+        taken = a;
+    } else if (f->length > length) {
         relo_slice *rest = relo__slice_new(slab);
         if (!rest) return RELO_ERR_HOST_MEMORY;
         relo__pool_tree_remove(pool, f);
@@ -30,7 +52,8 @@ static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64
     } else {
         relo__pool_tree_remove(pool, f);
     }
-    relo__pool_slice_take(pool, f, size, slot, state);
+    relo__pool_slice_take(pool, taken, size, slot, state);
+    *out = taken;
     return RELO_OK;
 }
 
@@ -60,13 +83,9 @@ relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slo
         if (st != RELO_OK) return st;
         f = fresh->first;
     }
-    relo_status st = carve(pool, f, length, size, slot, state);
-    if (st != RELO_OK) {
-        if (fresh) relo__pool_page_release(pool, fresh);
-        return st;
-    }
-    *out = f;
-    return RELO_OK;
+    relo_status st = carve(pool, f, length, size, slot, state, out);
+    if (st != RELO_OK && fresh) relo__pool_page_release(pool, fresh);
+    return st;
 }
 
 uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
