@@ -18,12 +18,10 @@
 
 #include "backend/backend.h"
 #include "check.h"
+#include "fixture.h"
 #include "relo.h"
 #include "relo_opencl.h"
 #include "testing.h"
-
-#define MiB (UINT64_C(1) << 20)
-#define KiB (UINT64_C(1) << 10)
 
 /* ------------------------------------------------------------------------ */
 /* OpenCL environment                                                       */
@@ -250,6 +248,34 @@ static relo_status grow_setup(relo_device *d, relo_stream *s, relo_handle *small
 }
 
 /* ------------------------------------------------------------------------ */
+/* A device and its streams over the environment                            */
+/* ------------------------------------------------------------------------ */
+
+/* A device over b (taken; NULL records a failure) with fx's stream s on
+ * queues[0] and, where streams is 2, s2 on queues[1]. False, with the
+ * failing step recorded, when any step fails. */
+static bool dev_open(fx *f, cl_env *e, relo_backend *b, int streams)
+{
+    memset(f, 0, sizeof *f);
+    expect_true(b != NULL);
+    if (!b) return false;
+    f->backend = b;
+    relo_status st = relo_device_create(NULL, b, &f->dev);
+    if (st == RELO_OK) st = relo_stream_create(f->dev, e->queues[0], &f->s);
+    if (st == RELO_OK && streams == 2) st = relo_stream_create(f->dev, e->queues[1], &f->s2);
+    expect_ok(st);
+    return st == RELO_OK;
+}
+
+/* Destroys the streams and the device (each must succeed), then closes
+ * the environment. */
+static void dev_close(fx *f, cl_env *e)
+{
+    fx_close(f);
+    env_close(e);
+}
+
+/* ------------------------------------------------------------------------ */
 /* The backend's ops                                                        */
 /* ------------------------------------------------------------------------ */
 
@@ -373,20 +399,13 @@ CHECK_TEST(streams_register_queues)
 {
     cl_env e;
     env_open(&e);
-    relo_backend *b = make_backend(&e);
-    require_true(b != NULL);
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *s0 = NULL, *s1 = NULL, *s2 = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &s0));
-    require_ok(relo_stream_create(d, e.queues[1], &s1));
+    fx f;
+    require_true(dev_open(&f, &e, make_backend(&e), 2));
     /* Two streams may share a queue. */
-    require_ok(relo_stream_create(d, e.queues[1], &s2));
+    relo_stream *s2 = NULL;
+    require_ok(relo_stream_create(f.dev, e.queues[1], &s2));
     require_ok(relo_stream_destroy(s2));
-    require_ok(relo_stream_destroy(s1));
-    require_ok(relo_stream_destroy(s0));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    dev_close(&f, &e);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -397,12 +416,10 @@ CHECK_TEST(a25_reclaim_moves_and_keeps_bytes)
 {
     cl_env e;
     env_open(&e);
-    relo_backend *b = make_backend(&e);
-    require_true(b != NULL);
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &s));
+    fx f;
+    require_true(dev_open(&f, &e, make_backend(&e), 1));
+    relo_device *d = f.dev;
+    relo_stream *s = f.s;
     relo_handle small, big;
     require_ok(grow_setup(d, s, &small, &big));
     expect_eq(stats_of(d).outdated_pages, 1);
@@ -419,9 +436,7 @@ CHECK_TEST(a25_reclaim_moves_and_keeps_bytes)
 
     require_ok(relo_release(d, small));
     require_ok(relo_release(d, big));
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    dev_close(&f, &e);
 }
 
 CHECK_TEST(a26_refused_copies_abandon)
@@ -432,10 +447,10 @@ CHECK_TEST(a26_refused_copies_abandon)
     relo_backend *b = make_wrapped(&e, &w);
     require_true(b != NULL);
     w->refuse_copies = true;
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &s));
+    fx f;
+    require_true(dev_open(&f, &e, b, 1));
+    relo_device *d = f.dev;
+    relo_stream *s = f.s;
     relo_handle small, big;
     require_ok(grow_setup(d, s, &small, &big));
     relo_binding before = bind(s, small);
@@ -461,9 +476,7 @@ CHECK_TEST(a26_refused_copies_abandon)
     require_ok(relo_release(d, more));
     require_ok(relo_release(d, small));
     require_ok(relo_release(d, big));
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    dev_close(&f, &e);
 }
 
 CHECK_TEST(a27_failed_copy_wait_leaks_both_sides)
@@ -474,10 +487,10 @@ CHECK_TEST(a27_failed_copy_wait_leaks_both_sides)
     relo_backend *b = make_wrapped(&e, &w);
     require_true(b != NULL);
     w->fail_wait_copies = true;
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &s));
+    fx f;
+    require_true(dev_open(&f, &e, b, 1));
+    relo_device *d = f.dev;
+    relo_stream *s = f.s;
     relo_handle small, big;
     require_ok(grow_setup(d, s, &small, &big));
     relo_binding before = bind(s, small);
@@ -501,22 +514,17 @@ CHECK_TEST(a27_failed_copy_wait_leaks_both_sides)
     require_ok(relo_release(d, more));
     require_ok(relo_release(d, small));
     require_ok(relo_release(d, big));
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    dev_close(&f, &e);
 }
 
 CHECK_TEST(a36_recording_stream_blocks_relocation)
 {
     cl_env e;
     env_open(&e);
-    relo_backend *b = make_backend(&e);
-    require_true(b != NULL);
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *sa = NULL, *sb = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &sa));
-    require_ok(relo_stream_create(d, e.queues[1], &sb));
+    fx f;
+    require_true(dev_open(&f, &e, make_backend(&e), 2));
+    relo_device *d = f.dev;
+    relo_stream *sa = f.s, *sb = f.s2;
 
     /* B records first, so prepare has nothing of A's to move yet. */
     require_ok(relo_capture_prepare(sb));
@@ -541,10 +549,7 @@ CHECK_TEST(a36_recording_stream_blocks_relocation)
 
     require_ok(relo_release(d, small));
     require_ok(relo_release(d, big));
-    require_ok(relo_stream_destroy(sb));
-    require_ok(relo_stream_destroy(sa));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    dev_close(&f, &e);
 }
 
 CHECK_TEST(a37_one_wait_before_copies_one_after)
@@ -554,10 +559,10 @@ CHECK_TEST(a37_one_wait_before_copies_one_after)
     wrap *w = NULL;
     relo_backend *b = make_wrapped(&e, &w);
     require_true(b != NULL);
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &s));
+    fx f;
+    require_true(dev_open(&f, &e, b, 1));
+    relo_device *d = f.dev;
+    relo_stream *s = f.s;
     /* Two allocations on the outdated page: two copies in one submission. */
     relo_handle h1, h2, big;
     require_ok(relo_reserve(s, 512 * KiB, &h1));
@@ -578,21 +583,16 @@ CHECK_TEST(a37_one_wait_before_copies_one_after)
     require_ok(relo_release(d, h1));
     require_ok(relo_release(d, h2));
     require_ok(relo_release(d, big));
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    dev_close(&f, &e);
 }
 
 CHECK_TEST(a38_capture_state_errors)
 {
     cl_env e;
     env_open(&e);
-    relo_backend *b = make_backend(&e);
-    require_true(b != NULL);
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &s));
+    fx f;
+    require_true(dev_open(&f, &e, make_backend(&e), 1));
+    relo_stream *s = f.s;
     relo_graph *g = NULL;
 
     expect_status(relo_capture_begin(s), RELO_ERR_CAPTURE_STATE);
@@ -614,22 +614,17 @@ CHECK_TEST(a38_capture_state_errors)
     require_ok(relo_capture_end(s, &g));
     relo_graph_destroy(g);
 
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    dev_close(&f, &e);
 }
 
 CHECK_TEST(a39_prepare_relocates_every_stream_first)
 {
     cl_env e;
     env_open(&e);
-    relo_backend *b = make_backend(&e);
-    require_true(b != NULL);
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *sa = NULL, *sb = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &sa));
-    require_ok(relo_stream_create(d, e.queues[1], &sb));
+    fx f;
+    require_true(dev_open(&f, &e, make_backend(&e), 2));
+    relo_device *d = f.dev;
+    relo_stream *sa = f.s, *sb = f.s2;
     relo_handle small, big;
     require_ok(grow_setup(d, sa, &small, &big));
     expect_eq(stats_of(d).outdated_pages, 1);
@@ -649,22 +644,17 @@ CHECK_TEST(a39_prepare_relocates_every_stream_first)
     relo_graph_destroy(g);
     require_ok(relo_release(d, small));
     require_ok(relo_release(d, big));
-    require_ok(relo_stream_destroy(sb));
-    require_ok(relo_stream_destroy(sa));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    dev_close(&f, &e);
 }
 
 CHECK_TEST(a40_new_page_while_recording_dooms_it)
 {
     cl_env e;
     env_open(&e);
-    relo_backend *b = make_backend(&e);
-    require_true(b != NULL);
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &s));
+    fx f;
+    require_true(dev_open(&f, &e, make_backend(&e), 1));
+    relo_device *d = f.dev;
+    relo_stream *s = f.s;
     relo_handle small, big;
     require_ok(relo_reserve(s, MiB, &small));
     require_ok(relo_capture_prepare(s));
@@ -680,21 +670,17 @@ CHECK_TEST(a40_new_page_while_recording_dooms_it)
     relo_graph_destroy(g);
 
     require_ok(relo_release(d, small));
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    dev_close(&f, &e);
 }
 
 CHECK_TEST(a41_guarded_page_serves_nothing_new)
 {
     cl_env e;
     env_open(&e);
-    relo_backend *b = make_backend(&e);
-    require_true(b != NULL);
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &s));
+    fx f;
+    require_true(dev_open(&f, &e, make_backend(&e), 1));
+    relo_device *d = f.dev;
+    relo_stream *s = f.s;
     relo_handle h, next;
     require_ok(relo_reserve(s, MiB, &h));
     require_ok(relo_capture_prepare(s));
@@ -714,9 +700,7 @@ CHECK_TEST(a41_guarded_page_serves_nothing_new)
     relo_graph_destroy(g);
     expect_eq(stats_of(d).guarded_pages, 0);
     require_ok(relo_release(d, next));
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    dev_close(&f, &e);
 }
 
 /* The setup of 42 and 43: a guarded allocation g and an unguarded
@@ -741,12 +725,10 @@ CHECK_TEST(a42_a43_guarded_page_stays_until_graph_destroyed)
 {
     cl_env e;
     env_open(&e);
-    relo_backend *b = make_backend(&e);
-    require_true(b != NULL);
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &s));
+    fx f;
+    require_true(dev_open(&f, &e, make_backend(&e), 1));
+    relo_device *d = f.dev;
+    relo_stream *s = f.s;
     relo_handle g, n, big;
     relo_graph *graph = NULL;
     require_ok(guarded_setup(d, s, &g, &n, &big, &graph));
@@ -777,9 +759,7 @@ CHECK_TEST(a42_a43_guarded_page_stays_until_graph_destroyed)
     require_ok(relo_release(d, g));
     require_ok(relo_release(d, n));
     require_ok(relo_release(d, big));
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    dev_close(&f, &e);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -844,12 +824,10 @@ CHECK_TEST(kernel_through_binding_across_relocation)
     cl_program prog = NULL;
     cl_kernel k = build_add1(&e, &prog);
     if (!k) check_skip("the OpenCL compiler is not available");
-    relo_backend *b = make_backend(&e);
-    require_true(b != NULL);
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &s));
+    fx f;
+    require_true(dev_open(&f, &e, make_backend(&e), 1));
+    relo_device *d = f.dev;
+    relo_stream *s = f.s;
 
     relo_handle h, big;
     require_ok(relo_reserve(s, MiB, &h));
@@ -872,8 +850,7 @@ CHECK_TEST(kernel_through_binding_across_relocation)
 
     require_ok(relo_release(d, h));
     require_ok(relo_release(d, big));
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
+    fx_close(&f);
     clReleaseKernel(k);
     clReleaseProgram(prog);
     env_close(&e);
@@ -886,13 +863,10 @@ CHECK_TEST(two_queues_two_streams)
     cl_program prog = NULL;
     cl_kernel k = build_add1(&e, &prog);
     if (!k) check_skip("the OpenCL compiler is not available");
-    relo_backend *b = make_backend(&e);
-    require_true(b != NULL);
-    relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
-    relo_stream *sa = NULL, *sb = NULL;
-    require_ok(relo_stream_create(d, e.queues[0], &sa));
-    require_ok(relo_stream_create(d, e.queues[1], &sb));
+    fx f;
+    require_true(dev_open(&f, &e, make_backend(&e), 2));
+    relo_device *d = f.dev;
+    relo_stream *sa = f.s, *sb = f.s2;
 
     relo_handle ha, hb, bigA, bigB;
     require_ok(relo_reserve(sa, MiB, &ha));
@@ -929,9 +903,7 @@ CHECK_TEST(two_queues_two_streams)
     require_ok(relo_release(d, hb));
     require_ok(relo_release(d, bigA));
     require_ok(relo_release(d, bigB));
-    require_ok(relo_stream_destroy(sb));
-    require_ok(relo_stream_destroy(sa));
-    require_ok(relo_device_destroy(d));
+    fx_close(&f);
     clReleaseKernel(k2);
     clReleaseKernel(k);
     clReleaseProgram(prog);

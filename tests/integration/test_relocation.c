@@ -11,17 +11,24 @@
 #include "mock_backend.h"
 #include "testing.h"
 
-/* The shape most of these behaviours start from: `small` bytes reserved
- * and filled with `byte`, then 10 MiB, which grows the arena from 2 MiB to
- * 11 MiB pages and leaves the small allocation on an outdated page. */
-static bool grown(fx *f, uint64_t small, uint8_t byte, relo_handle *a, relo_handle *b)
+/* The shape most of these behaviours start from: a host device (hd NULL:
+ * fx_host()), `small` bytes reserved and filled with `byte`, then 10 MiB,
+ * which grows the arena from 2 MiB to 11 MiB pages and leaves the small
+ * allocation on an outdated page; *before is where that allocation sits.
+ * False, with the failing step recorded, when a step fails. */
+static bool open_grown(fx *f, const relo_host_desc *hd, uint64_t small, uint8_t byte,
+                       relo_handle *a, relo_handle *b, relo_binding *before)
 {
+    relo_status opened = fx_open(f, hd, NULL);
+    expect_ok(opened);
+    if (opened != RELO_OK) return false;
     *a = fx_reserve(f->s, small);
     if (!a->id || fx_fill(f->dev, *a, byte, small) != RELO_OK) return false;
     *b = fx_reserve(f->s, 10 * MiB);
     if (!b->id) return false;
     expect_eq(relo__testing_page_size(f->s), 11 * MiB);
     expect_eq(fx_stats(f->s).outdated_pages, 1);
+    *before = fx_bind(f->s, *a);
     return true;
 }
 
@@ -31,10 +38,9 @@ static bool grown(fx *f, uint64_t small, uint8_t byte, relo_handle *a, relo_hand
 CHECK_TEST(b25_reclaim_moves_into_current_page)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, NULL));
     relo_handle a, b;
-    require_true(grown(&f, 1 * MiB, 7, &a, &b));
-    relo_binding before = fx_bind(f.s, a);
+    relo_binding before;
+    require_true(open_grown(&f, NULL, 1 * MiB, 7, &a, &b, &before));
 
     expect_ok(relo_reclaim(f.s));
     relo_stats dev = fx_dev_stats(f.dev);
@@ -69,10 +75,9 @@ CHECK_TEST(b26_refused_copy_abandons)
     relo_host_desc hd = fx_host();
     hd.refuse_copies = true;
     fx f;
-    require_ok(fx_open(&f, &hd, NULL));
     relo_handle a, b;
-    require_true(grown(&f, 1 * MiB, 7, &a, &b));
-    relo_binding before = fx_bind(f.s, a);
+    relo_binding before;
+    require_true(open_grown(&f, &hd, 1 * MiB, 7, &a, &b, &before));
 
     expect_ok(relo_reclaim(f.s));
     relo_stats dev = fx_dev_stats(f.dev);
@@ -112,10 +117,9 @@ CHECK_TEST(b27_unknown_copy_outcome_leaks_both)
     relo_host_desc hd = fx_host();
     hd.fail_wait_copies = true;
     fx f;
-    require_ok(fx_open(&f, &hd, NULL));
     relo_handle a, b;
-    require_true(grown(&f, 1 * MiB, 7, &a, &b));
-    relo_binding before = fx_bind(f.s, a);
+    relo_binding before;
+    require_true(open_grown(&f, &hd, 1 * MiB, 7, &a, &b, &before));
     relo_binding target = fx_bind(f.s, b);
     target.offset = 10 * MiB; /* the room left on b's page */
     target.size = 1 * MiB;
@@ -316,10 +320,9 @@ CHECK_TEST(b33_stall_until_new_current_page)
     relo_host_desc hd = fx_host();
     hd.capacity = 30 * MiB;
     fx f;
-    require_ok(fx_open(&f, &hd, NULL));
     relo_handle a, b;
-    require_true(grown(&f, 3 * MiB / 2, 7, &a, &b));
-    relo_binding before = fx_bind(f.s, a);
+    relo_binding before;
+    require_true(open_grown(&f, &hd, 3 * MiB / 2, 7, &a, &b, &before));
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_MEMORY_PRESSURE);
 
     expect_ok(relo_reclaim(f.s));
@@ -533,10 +536,9 @@ CHECK_TEST(b35_explicit_and_pressure_use_held_room)
 {
     for (int pass = 0; pass < 2; pass++) {
         fx f;
-        require_ok(fx_open(&f, NULL, NULL));
         relo_handle a, b;
-        require_true(grown(&f, 3 * MiB / 2, 7, &a, &b));
-        relo_binding before = fx_bind(f.s, a);
+        relo_binding before;
+        require_true(open_grown(&f, NULL, 3 * MiB / 2, 7, &a, &b, &before));
         uint64_t allocs = fx_counts(&f).allocs;
         if (pass == 0) {
             expect_ok(relo_reclaim(f.s));
@@ -562,10 +564,9 @@ CHECK_TEST(b35_arena_full_and_capture_may_add_pages)
 {
     for (int pass = 0; pass < 2; pass++) {
         fx f;
-        require_ok(fx_open(&f, NULL, NULL));
         relo_handle a, b;
-        require_true(grown(&f, 3 * MiB / 2, 7, &a, &b));
-        relo_binding before = fx_bind(f.s, a);
+        relo_binding before;
+        require_true(open_grown(&f, NULL, 3 * MiB / 2, 7, &a, &b, &before));
         uint64_t allocs = fx_counts(&f).allocs;
         relo_graph *graph = NULL;
         if (pass == 0) {
