@@ -44,6 +44,27 @@ static bool check_arena(const relo_arena *a, const char **why)
     return true;
 }
 
+/* What the per-pool check carries across the walk of one stream. */
+typedef struct pool_walk {
+    const struct relo_stream *stream;
+    const char *why;          /* the first broken invariant, or NULL */
+    uint64_t reserved;
+    uint64_t allocations;
+} pool_walk;
+
+static void check_pool(relo_pool *p, void *user)
+{
+    pool_walk *w = user;
+    if (w->why) return;
+    if (p->stream != w->stream) {
+        w->why = "pool names another stream";
+        return;
+    }
+    if (!relo__pool_check(p, &w->why)) return;
+    w->reserved += p->bytes_reserved;
+    w->allocations += p->allocations;
+}
+
 static bool check_device(relo_device *d, const char **why)
 {
     uint64_t reserved = 0, allocations = 0;
@@ -53,25 +74,19 @@ static bool check_device(relo_device *d, const char **why)
             *why = "stream list is inconsistent";
             return false;
         }
-        uint64_t stream_reserved = 0;
-        uint32_t n = relo__stream_pool_slots(s);
-        for (uint32_t j = 0; j < n; j++) {
-            const relo_pool *p = relo__stream_pool_at(s, j);
-            if (!p) continue;
-            if (p->stream != s) {
-                *why = "pool names another stream";
-                return false;
-            }
-            if (!relo__pool_check(p, why)) return false;
-            stream_reserved += p->bytes_reserved;
-            allocations += p->allocations;
+        pool_walk w = {s, NULL, 0, 0};
+        relo__stream_each_pool(d->streams[i], check_pool, &w);
+        if (w.why) {
+            *why = w.why;
+            return false;
         }
-        if (stream_reserved != s->bytes_reserved) {
+        allocations += w.allocations;
+        if (w.reserved != s->bytes_reserved) {
             *why = "stream reserved bytes differ from the sum of its pools";
             return false;
         }
         if (!check_arena(&s->arena, why)) return false;
-        reserved += stream_reserved;
+        reserved += w.reserved;
     }
     if (reserved != d->bytes_reserved) {
         *why = "device reserved bytes differ from the sum of its streams";

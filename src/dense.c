@@ -42,14 +42,6 @@ static relo_pool *pool_for(struct relo_stream *s, uint64_t padded)
     return &s->dense[1];
 }
 
-uint64_t relo__dense_page_for(const struct relo_stream *s, uint64_t size)
-{
-    relo_device *d = s->device;
-    uint64_t padded;
-    if (!relo__round_up(size, d->alignment, &padded)) return UINT64_MAX;
-    return relo__sliced_new_page_size(pool_for((struct relo_stream *)s, padded), padded);
-}
-
 /* Bytes live and held in the dense pools of every stream; summed only on
  * the slow path, when a pool needs a page. */
 static void dense_totals(const relo_device *d, uint64_t *live, uint64_t *reserved)

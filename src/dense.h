@@ -43,7 +43,4 @@ void relo__dense_init(struct relo_stream *stream);
 relo_status relo__dense_reserve(struct relo_stream *stream, uint64_t size, uint32_t slot,
                                 bool allow_new_page, struct relo_slice **out);
 
-/** The page size a new page for size would have (for room-making). */
-uint64_t relo__dense_page_for(const struct relo_stream *stream, uint64_t size);
-
 #endif /* RELO_DENSE_H */

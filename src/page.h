@@ -86,7 +86,4 @@ void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice);
 /** Frees every chunk. */
 void relo__slab_destroy(relo_slice_slab *slab);
 
-/** True while a slice holds bytes someone needs (LIVE, TARGET or LEAKED). */
-static inline bool relo__slice_occupied(const relo_slice *s) { return s->state != RELO_SLICE_FREE; }
-
 #endif /* RELO_PAGE_H */

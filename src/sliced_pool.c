@@ -103,8 +103,3 @@ uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
     if (!relo__round_up(length, pool->granule, &page) || page > pool->page_size) page = pool->page_size;
     return page;
 }
-
-bool relo__sliced_has_room(const relo_pool *pool, uint64_t length)
-{
-    return relo__free_tree_first_fit(pool->free_root, length, pool->best_fit) != NULL;
-}

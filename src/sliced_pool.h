@@ -38,7 +38,4 @@ relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slo
  *  the pool's page size, or for variable pages the request's own rule. */
 uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length);
 
-/** True when the pool has a free slice of at least length bytes. */
-bool relo__sliced_has_room(const relo_pool *pool, uint64_t length);
-
 #endif /* RELO_SLICED_POOL_H */

@@ -109,6 +109,19 @@ static void pool_json(const relo_pool *p, FILE *f)
             p->bytes_padding, p->bytes_reserved);
 }
 
+/* The pools of one stream as the items of a JSON array. */
+typedef struct pool_json_list {
+    FILE *f;
+    uint32_t written;
+} pool_json_list;
+
+static void pool_json_item(relo_pool *p, void *user)
+{
+    pool_json_list *list = user;
+    if (list->written++) fputs(", ", list->f);
+    pool_json(p, list->f);
+}
+
 relo_status relo_device_report_json(relo_device *device, FILE *f)
 {
     if (!device || !f) return RELO_ERR_INVALID_ARGUMENT;
@@ -127,13 +140,8 @@ relo_status relo_device_report_json(relo_device *device, FILE *f)
         fprintf(f, "%s{\"index\": %" PRIu32 ", \"stats\": ", i ? ", " : "", i);
         relo__stats_json(&ss, f);
         fprintf(f, ", \"arena_page_size\": %" PRIu64 ", \"pools\": [", s->arena.page_size);
-        uint32_t n = relo__stream_pool_slots(s), k = 0;
-        for (uint32_t j = 0; j < n; j++) {
-            const relo_pool *p = relo__stream_pool_at(s, j);
-            if (!p) continue;
-            if (k++) fputs(", ", f);
-            pool_json(p, f);
-        }
+        pool_json_list list = {f, 0};
+        relo__stream_each_pool(device->streams[i], pool_json_item, &list);
         fputs("]}", f);
     }
     fputs("]}\n", f);

@@ -54,35 +54,9 @@ void relo__stream_init(struct relo_stream *s, relo_device *d, void *backend_stre
     relo__dense_init(s);
 }
 
-/* Pool numbering: the 4 fixed pools, the dense pools, the arena slots,
- * the buckets. */
-#define FIXED_POOLS (4u + RELO_DENSE_POOLS)
-
-uint32_t relo__stream_pool_slots(const struct relo_stream *s)
-{
-    return FIXED_POOLS + RELO_ARENA_SLOTS + s->bucket_count;
-}
-
-relo_pool *relo__stream_pool_at(const struct relo_stream *s, uint32_t i)
-{
-    struct relo_stream *m = (struct relo_stream *)s;
-    switch (i) {
-    case 0: return &m->persistent;
-    case 1: return &m->dedicated;
-    case 2: return &m->tiny;
-    case 3: return &m->small;
-    default: break;
-    }
-    if (i < FIXED_POOLS) return &m->dense[i - 4];
-    i -= FIXED_POOLS;
-    if (i < RELO_ARENA_SLOTS) return m->arena.slots[i];
-    i -= RELO_ARENA_SLOTS;
-    return i < s->bucket_count ? &m->buckets[i] : NULL;
-}
-
 void relo__stream_each_pool(struct relo_stream *s, void (*fn)(relo_pool *, void *), void *user)
 {
-    /* A direct walk: stats call this on every query, so no per-pool switch. */
+    /* The one walk over a stream's pools; stats call it on every query. */
     fn(&s->persistent, user);
     fn(&s->dedicated, user);
     fn(&s->tiny, user);
@@ -113,13 +87,15 @@ uint64_t relo__stream_guarded_pages(const struct relo_stream *s)
     return n;
 }
 
+static void destroy_unless_arena(relo_pool *p, void *user)
+{
+    (void)user;
+    if (p->slot < 0) relo__pool_destroy(p); /* arena pools go with the arena */
+}
+
 void relo__stream_free_pages(struct relo_stream *s)
 {
-    uint32_t slots = relo__stream_pool_slots(s);
-    for (uint32_t i = 0; i < slots; i++) {
-        relo_pool *p = relo__stream_pool_at(s, i);
-        if (p && p->slot < 0) relo__pool_destroy(p);
-    }
+    relo__stream_each_pool(s, destroy_unless_arena, NULL);
     relo__arena_destroy(&s->arena);
 }
 

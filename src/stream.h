@@ -46,13 +46,9 @@ struct relo_stream {
     uint64_t peak_bytes_reserved;
 };
 
-/** Calls fn on every pool of the stream (arena pools included). */
+/** Calls fn on every pool of the stream (arena pools included), always in
+ *  the same order: fixed pools, dense pools, arena slots, buckets. */
 void relo__stream_each_pool(struct relo_stream *stream, void (*fn)(relo_pool *, void *), void *user);
-
-/** Number of pools and the i-th (for reports and checks); NULL past the end
- *  or for an empty arena slot. */
-uint32_t relo__stream_pool_slots(const struct relo_stream *stream);
-relo_pool *relo__stream_pool_at(const struct relo_stream *stream, uint32_t i);
 
 /** Reserves on the stream, with cleanup, relocation and retries (design §3.6,
  *  §5, §6.4). The device lock is held. */
