@@ -175,7 +175,7 @@ relo_status relo_release(relo_device *device, relo_handle handle)
         if (--slot->refcount == 0) {
             relo_slice *slice = slot->slice;
             relo__pool_slice_free(slice->page->pool, slice);
-            relo__handle_free(&device->handles, (uint32_t)((handle.id & 0xffffffffu) - 1));
+            relo__handle_free(&device->handles, (uint32_t)(slot - device->handles.slots));
         }
         st = RELO_OK;
     }
