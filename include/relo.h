@@ -51,8 +51,25 @@ typedef struct relo_graph relo_graph;
 typedef struct relo_backend relo_backend;
 
 /**
- * What a runtime holds for one allocation: a slot index and a generation
- * packed into 64 bits. id 0 is never a valid handle.
+ * What a runtime holds for one allocation. id 0 is never a valid handle.
+ *
+ * The 64 bits pack a slot index (26 bits, so up to 67,108,863 live
+ * allocations per device), the device's tag (12 bits, up to 4,095 devices
+ * alive at once) and the slot's generation (26 bits). Every call that takes
+ * a handle answers RELO_ERR_NOT_FOUND for a handle of another device, a
+ * made-up value, or a released one, however many times its slot has been
+ * reused since:
+ *  - the tag ties a handle to its device; tags of destroyed devices are
+ *    recycled only with their generations moved past every one they handed
+ *    out, so a later device never hands out the same value;
+ *  - a slot is retired, never wrapped, when its generation runs out (after
+ *    67 million reuses; it costs 24 bytes of host memory for good).
+ * The trade-off, against a wider handle: a handle stays one 64-bit word
+ * that fits a kernel argument and an atomic, and its lookup one array
+ * index, at the price of these limits; a device runs out of slots only
+ * after about 2^52 allocations, and relo_reserve then answers
+ * RELO_ERR_HOST_MEMORY. The bits are relo's business: compare handles for
+ * equality, never decode them.
  */
 typedef struct relo_handle {
     uint64_t id;
@@ -165,7 +182,8 @@ typedef struct relo_device_desc {
  * out      receives the device.
  *
  * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT (NULL backend or out, bad desc),
- * RELO_ERR_HOST_MEMORY.
+ * RELO_ERR_HOST_MEMORY (no host memory, or 4,095 devices already alive: see
+ * relo_handle). Thread-safe.
  */
 RELO_API relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backend,
                                         relo_device **out);

@@ -34,6 +34,11 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
         relo__free(d);
         return RELO_ERR_HOST_MEMORY;
     }
+    if (relo__handle_table_init(&d->handles) != RELO_OK) {
+        pthread_mutex_destroy(&d->lock);
+        relo__free(d);
+        return RELO_ERR_HOST_MEMORY;
+    }
     d->backend = backend;
     d->alignment = backend->props.alignment;
     d->max_page = relo__round_down(backend->props.max_page_size, d->alignment);

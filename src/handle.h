@@ -1,22 +1,46 @@
 /*
- * handle.h — the handle table. A handle packs a slot index (low 32 bits,
- * stored +1 so that 0 is never valid) and the slot's generation (high 32
- * bits). Freeing a slot bumps its generation, so an old handle value never
- * reaches the allocation that reuses the slot. Lookup is O(1).
+ * handle.h — the handle table. A handle packs three fields into 64 bits:
  *
- * Protected by: the device lock.
+ *   bits  0..25  slot index + 1 (so 0 is never valid)
+ *   bits 26..37  the device's tag (1..4095)
+ *   bits 38..63  the slot's generation (1..2^26-1)
+ *
+ * The tag binds a handle to its device: a handle shown to another device
+ * never matches, because two live devices never share a tag. Freeing a slot
+ * bumps its generation; a slot whose generation would pass the largest the
+ * field holds is retired for good instead of wrapping, so an old handle value
+ * never reaches a later allocation however often slots are reused.
+ *
+ * Tags are recycled, but only forward: when a device is destroyed its tag
+ * remembers the highest generation the device handed out, and the next
+ * device that takes the tag starts every slot above it. So a handle of a
+ * destroyed device, shown to a later device with the same tag, names a
+ * generation that device never hands out. A tag whose floor climbs past half
+ * the generation range is retired too. Lookup stays O(1).
+ *
+ * Protected by: the device lock (table); the tag registry has its own lock.
  */
 #ifndef RELO_HANDLE_H
 #define RELO_HANDLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "page.h"
 #include "relo.h"
 
+enum {
+    RELO_HANDLE_SLOT_BITS = 26,
+    RELO_HANDLE_TAG_BITS = 12,
+    RELO_HANDLE_GEN_BITS = 26,
+};
+#define RELO_HANDLE_SLOT_MAX ((UINT32_C(1) << RELO_HANDLE_SLOT_BITS) - 1u) /* slots per device */
+#define RELO_HANDLE_TAG_MAX ((UINT32_C(1) << RELO_HANDLE_TAG_BITS) - 1u)
+#define RELO_HANDLE_GEN_MAX ((UINT32_C(1) << RELO_HANDLE_GEN_BITS) - 1u)
+
 typedef struct relo_slot {
     relo_slice *slice;      /* where the allocation is now; NULL when free */
-    uint32_t generation;    /* bumped on every free */
+    uint32_t generation;    /* bumped on every free; 0 once retired */
     uint32_t refcount;      /* 0 = free slot */
     uint32_t next_free;     /* free list, index + 1; 0 = end */
 } relo_slot;
@@ -26,23 +50,38 @@ typedef struct relo_handle_table {
     uint32_t count;         /* slots ever used */
     uint32_t cap;
     uint32_t free_head;     /* index + 1 of the first free slot; 0 = none */
+    uint32_t tag;           /* this device's tag; 0 before init */
+    uint32_t gen_base;      /* generation a new slot starts at */
+    uint32_t gen_high;      /* highest generation handed out */
     uint64_t live;          /* slots with refcount > 0 */
+    uint64_t retired;       /* slots retired at the end of their generations */
 } relo_handle_table;
 
+/** Takes a tag for a new device's table (zeroing the table).
+ *  RELO_ERR_HOST_MEMORY when every tag is held by a live device or retired. */
+relo_status relo__handle_table_init(relo_handle_table *t);
+
 /** Takes a free slot with refcount 1 and no slice. RELO_ERR_HOST_MEMORY when
- *  the table cannot grow (nothing changes). */
+ *  the table cannot grow or every slot index is used (nothing changes). */
 relo_status relo__handle_alloc(relo_handle_table *t, uint32_t *slot);
 
-/** Frees a slot: its handle values go stale. Never fails. */
+/** Frees a slot: its handle values go stale, for good. Never fails. */
 void relo__handle_free(relo_handle_table *t, uint32_t slot);
 
-/** The live slot a handle names, or NULL (stale, 0, made up). */
+/** The live slot a handle names, or NULL (stale, 0, made up, another
+ *  device's). */
 relo_slot *relo__handle_lookup(relo_handle_table *t, relo_handle h);
 
 /** The handle value of a live slot. */
 relo_handle relo__handle_of(const relo_handle_table *t, uint32_t slot);
 
-/** Frees the table's memory. */
+/** Frees the table's memory and hands its tag back with its floor raised
+ *  past every generation it handed out. */
 void relo__handle_table_destroy(relo_handle_table *t);
+
+/** Testing: sets the generation of a free slot, so a test can reach the end
+ *  of the generation range without 2^26 cycles. Returns false if the slot is
+ *  not free or gen is 0 or past the range. */
+bool relo__handle_set_generation(relo_handle_table *t, uint32_t slot, uint32_t gen);
 
 #endif /* RELO_HANDLE_H */

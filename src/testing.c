@@ -75,3 +75,21 @@ void relo__testing_set_move_hook(relo_device *device, relo__move_hook hook, void
     device->move_hook_user = user;
     relo__device_unlock(device);
 }
+
+uint32_t relo__testing_age_free_slots(relo_device *device, uint32_t generation)
+{
+    relo__device_lock(device);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < device->handles.count; i++)
+        if (relo__handle_set_generation(&device->handles, i, generation)) n++;
+    relo__device_unlock(device);
+    return n;
+}
+
+uint64_t relo__testing_retired_slots(relo_device *device)
+{
+    relo__device_lock(device);
+    uint64_t n = device->handles.retired;
+    relo__device_unlock(device);
+    return n;
+}

@@ -54,4 +54,12 @@ uint64_t relo__testing_capacity(relo_device *device);
 typedef void (*relo__move_hook)(void *user, relo_handle handle, uint64_t size);
 void relo__testing_set_move_hook(relo_device *device, relo__move_hook hook, void *user);
 
+/** Sets the generation of every free handle slot (1..2^26-1), so a test
+ *  reaches the end of the generation range without 2^26 reuses. Returns how
+ *  many slots it changed. */
+uint32_t relo__testing_age_free_slots(relo_device *device, uint32_t generation);
+
+/** Handle slots retired because their generations ran out. */
+uint64_t relo__testing_retired_slots(relo_device *device);
+
 #endif /* RELO_TESTING_H */

@@ -4,6 +4,8 @@
  */
 #include "check.h"
 #include "fixture.h"
+#include "handle.h"
+#include "testing.h"
 
 /* 1. A reserved handle resolves; after release the same value gives
  *    NOT_FOUND, also after its slice was reused by another reservation. */
@@ -154,6 +156,109 @@ CHECK_TEST(b04_write_read_and_bounds)
     expect_true(memcmp(in, out, N) == 0);
 
     expect_ok(relo_release(f.dev, h));
+    fx_close(&f);
+}
+
+static bool every_call_not_found(fx *f, relo_handle h)
+{
+    relo_binding b;
+    uint8_t byte = 0;
+    return relo_resolve(f->s, h, &b) == RELO_ERR_NOT_FOUND && relo_retain(f->dev, h) == RELO_ERR_NOT_FOUND &&
+           relo_read(f->dev, h, 0, &byte, 1) == RELO_ERR_NOT_FOUND &&
+           relo_write(f->dev, h, 0, &byte, 1) == RELO_ERR_NOT_FOUND &&
+           relo_release(f->dev, h) == RELO_ERR_NOT_FOUND;
+}
+
+/* A handle is bound to its device: device A's handle is NOT_FOUND on device
+ * B, even where B holds an allocation in the same slot, and B's allocation
+ * is untouched by the attempt. */
+CHECK_TEST(handle_of_another_device_is_not_found)
+{
+    fx a, b;
+    require_ok(fx_open(&a, NULL, NULL));
+    require_ok(fx_open(&b, NULL, NULL));
+    relo_handle ha = fx_reserve(a.s, 4096);
+    relo_handle hb = fx_reserve(b.s, 4096);
+    require_ne(ha.id, 0);
+    require_ne(hb.id, 0);
+    expect_ne(ha.id, hb.id);
+    expect_ok(fx_fill(a.dev, ha, 0xA1, 4096));
+    expect_ok(fx_fill(b.dev, hb, 0xB2, 4096));
+
+    expect_true(every_call_not_found(&b, ha));
+    expect_true(every_call_not_found(&a, hb));
+    expect_eq(fx_stats(b.s).allocations, 1);
+    expect_true(fx_all_bytes(b.dev, hb, 0xB2, 4096));
+    expect_true(fx_all_bytes(a.dev, ha, 0xA1, 4096));
+
+    expect_ok(relo_release(a.dev, ha));
+    expect_ok(relo_release(b.dev, hb));
+    fx_close(&b);
+    fx_close(&a);
+}
+
+/* A device identity is recycled only forward: handles of destroyed devices
+ * are NOT_FOUND on every later device, and no later device hands out the
+ * same value, however many devices come and go. */
+CHECK_TEST(handle_of_destroyed_device_never_returns)
+{
+    enum { ROUNDS = 64, PER = 4 };
+    static uint64_t seen[ROUNDS * PER];
+    size_t n = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        fx f;
+        require_ok(fx_open_sim(&f, NULL, NULL));
+        relo_handle h[PER];
+        for (int i = 0; i < PER; i++) {
+            h[i] = fx_reserve(f.s, 256);
+            require_ne(h[i].id, 0);
+        }
+        /* Every handle of the devices before is stale here. */
+        for (size_t k = 0; k < n; k++) {
+            relo_handle old = {seen[k]};
+            expect_true(every_call_not_found(&f, old));
+            for (int i = 0; i < PER; i++) expect_ne(h[i].id, old.id);
+        }
+        expect_eq(fx_stats(f.s).allocations, PER);
+        for (int i = 0; i < PER; i++) {
+            seen[n++] = h[i].id;
+            expect_ok(relo_release(f.dev, h[i]));
+        }
+        fx_close(&f);
+    }
+}
+
+/* A slot whose generation runs out is retired, never wrapped: a handle of
+ * the slot's first allocation stays NOT_FOUND after the slot has used every
+ * generation, and the next reservations land elsewhere. (Reaching the end
+ * by cycling takes 2^26 reserve/release pairs; a testing hook ages the free
+ * slot instead.) */
+CHECK_TEST(slot_at_end_of_generations_is_retired)
+{
+    fx f;
+    require_ok(fx_open_sim(&f, NULL, NULL));
+    relo_handle first = fx_reserve(f.s, 512);
+    require_ne(first.id, 0);
+    expect_ok(relo_release(f.dev, first));
+    expect_eq(relo__testing_age_free_slots(f.dev, RELO_HANDLE_GEN_MAX), 1);
+
+    relo_handle last = fx_reserve(f.s, 512);   /* the slot's final generation */
+    require_ne(last.id, 0);
+    expect_ne(last.id, first.id);
+    expect_ok(relo_release(f.dev, last));
+    expect_eq(relo__testing_retired_slots(f.dev), 1);
+
+    /* Many reuses after: neither old value ever names a live allocation. */
+    for (int i = 0; i < 1000; i++) {
+        relo_handle h = fx_reserve(f.s, 512);
+        require_ne(h.id, 0);
+        expect_ne(h.id, first.id);
+        expect_ne(h.id, last.id);
+        expect_true(every_call_not_found(&f, first));
+        expect_true(every_call_not_found(&f, last));
+        expect_eq(fx_stats(f.s).allocations, 1);
+        expect_ok(relo_release(f.dev, h));
+    }
     fx_close(&f);
 }
 
