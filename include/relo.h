@@ -356,6 +356,13 @@ RELO_API relo_status relo_capture_prepare(relo_stream *stream);
 /**
  * PREPARED → RECORDING. While any stream records nothing is relocated,
  * released or cleaned up; this stream may only use room it already holds.
+ * Resolving a handle on the recording stream touches its page. A touched
+ * page of another stream's pool is guarded at once: room released in it is
+ * not handed out again until the graph is destroyed (or the recording ends
+ * without a graph), since the graph writes there on every replay. Touched
+ * pages of the recording stream's own pools keep serving that stream while
+ * it records (stream order keeps reuse inside the graph safe) and are
+ * guarded at the end.
  * The graph that will hold the guards is made here, so relo_capture_end
  * cannot fail for lack of memory.
  * Returns RELO_OK, RELO_ERR_CAPTURE_STATE, RELO_ERR_INVALID_ARGUMENT,
@@ -365,9 +372,11 @@ RELO_API relo_status relo_capture_begin(relo_stream *stream);
 
 /**
  * RECORDING → IDLE. Every page resolved on the stream while recording is
- * guarded by the returned graph. A doomed recording (a reservation needed a
- * new page) returns that error (RELO_ERR_PAGE_UPDATE_FORBIDDEN), guards
- * nothing and sets *out to NULL; the stream is IDLE either way.
+ * guarded by the returned graph: it never moves, is never released and
+ * serves no reservation until relo_graph_destroy. A doomed recording (a
+ * reservation needed a new page) returns that error
+ * (RELO_ERR_PAGE_UPDATE_FORBIDDEN), drops the guards it took, guards nothing
+ * and sets *out to NULL; the stream is IDLE either way.
  * Returns RELO_OK, RELO_ERR_CAPTURE_STATE, RELO_ERR_INVALID_ARGUMENT, or
  * the doom error.
  */

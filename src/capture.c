@@ -20,25 +20,42 @@ const char *relo__capture_state_name(relo_capture_state state)
     return "UNKNOWN";
 }
 
+/* Appends page to a growable page list. */
+static relo_status list_push(relo_page ***list, uint32_t *count, uint32_t *cap, relo_page *page)
+{
+    if (*count == *cap) {
+        uint32_t n = *cap ? *cap * 2 : 16;
+        relo_page **pages = relo__realloc(*list, n * sizeof *pages);
+        if (!pages) return RELO_ERR_HOST_MEMORY;
+        *list = pages;
+        *cap = n;
+    }
+    (*list)[(*count)++] = page;
+    return RELO_OK;
+}
+
 relo_status relo__capture_touch(struct relo_stream *stream, relo_page *page)
 {
     relo_capture *c = &stream->capture;
     if (page->touch_stamp == c->epoch) return RELO_OK;
     struct relo_graph *g = c->graph;
-    if (g->count == g->cap) {
-        uint32_t cap = g->cap ? g->cap * 2 : 16;
-        relo_page **pages = relo__realloc(g->pages, cap * sizeof *pages);
-        if (!pages) return RELO_ERR_HOST_MEMORY;
-        g->pages = pages;
-        g->cap = cap;
+    relo_status st;
+    if (page->pool->stream == stream) {
+        st = list_push(&g->pages, &g->count, &g->cap, page);
+    } else {
+        st = list_push(&g->foreign, &g->foreign_count, &g->foreign_cap, page);
+        if (st == RELO_OK) relo__pool_page_guard(page->pool, page);
     }
-    g->pages[g->count++] = page;
-    page->touch_stamp = c->epoch;
-    return RELO_OK;
+    if (st == RELO_OK) page->touch_stamp = c->epoch;
+    return st;
 }
 
+/* Drops the guards a graph took at touch (a recording that yields no graph,
+ * or a graph being destroyed), then frees it. */
 static void graph_free(struct relo_graph *g)
 {
+    for (uint32_t i = 0; i < g->foreign_count; i++) relo__pool_page_unguard(g->foreign[i]->pool, g->foreign[i]);
+    relo__free(g->foreign);
     relo__free(g->pages);
     relo__free(g);
 }

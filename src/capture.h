@@ -22,10 +22,19 @@ typedef enum relo_capture_state {
 
 const char *relo__capture_state_name(relo_capture_state state);
 
+/*
+ * A recording guards a touched page of another stream's pool at once, not
+ * at the end: that stream may release an allocation the recording resolved
+ * and must not be handed its bytes while the graph still writes them. Pages
+ * of the recording stream's own pools stay in service until the end (stream
+ * order makes reuse inside the graph safe) and are guarded then.
+ */
 struct relo_graph {
     struct relo_device *device;
-    relo_page **pages;     /* touched pages; each holds one guard from us */
+    relo_page **pages;     /* touched pages of the recording stream; guarded at end */
     uint32_t count, cap;
+    relo_page **foreign;   /* touched pages of other streams; guarded at touch */
+    uint32_t foreign_count, foreign_cap;
 };
 
 typedef struct relo_capture {
@@ -37,8 +46,9 @@ typedef struct relo_capture {
 
 struct relo_stream;
 
-/** Remembers that the recording stream used page. RELO_ERR_HOST_MEMORY when
- *  the list cannot grow. */
+/** Remembers that the recording stream used page, guarding it now when it
+ *  belongs to another stream. RELO_ERR_HOST_MEMORY when the list cannot grow
+ *  (nothing changes). */
 relo_status relo__capture_touch(struct relo_stream *stream, relo_page *page);
 
 /** Ends a stream's capture state without a graph (stream destroy). */

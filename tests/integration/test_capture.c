@@ -353,4 +353,86 @@ CHECK_TEST(x_cross_stream_resolve_guards_page)
     fx_close(&f);
 }
 
+/* Room a recording resolved stays the graph's: O holds a1; S records and
+ * resolves a1; a1 is released during the recording. O's next reservations,
+ * during the recording and after its end, never get a1's bytes, which the
+ * graph writes on every replay; once the graph is destroyed they may. The
+ * recording stream itself may reuse room released in its own pages while it
+ * records (stream order keeps that safe inside the graph). */
+CHECK_TEST(x_room_a_recording_touched_stays_the_graphs)
+{
+    fx f;
+    require_ok(fx_open2(&f, NULL, NULL));
+    relo_stream *O = f.s, *S = f.s2;
+    relo_handle a1 = fx_reserve(O, 1 * MiB);
+    relo_handle keep = fx_reserve(O, 1 * MiB); /* the page stays */
+    relo_binding at = fx_bind(O, a1);
+    relo_handle x = fx_reserve(S, 1 * MiB);
+
+    expect_ok(relo_capture_prepare(S));
+    expect_ok(relo_capture_begin(S));
+    expect_true(fx_same_place(fx_bind(S, a1), at));
+    relo_binding xat = fx_bind(S, x);
+    expect_ok(relo_release(f.dev, a1));
+    relo_handle a2 = fx_reserve(O, 1 * MiB);
+    require_ne(a2.id, 0);
+    expect_true(!fx_overlap(fx_bind(O, a2), at));
+    /* S reuses room of its own page inside the recording. */
+    expect_ok(relo_release(f.dev, x));
+    relo_handle y = fx_reserve(S, 1 * MiB);
+    require_ne(y.id, 0);
+    expect_true(fx_same_place(fx_bind(S, y), xat));
+    relo_graph *graph = NULL;
+    expect_ok(relo_capture_end(S, &graph));
+    require_true(graph != NULL);
+
+    /* After the end, neither stream gets the bytes the graph writes. */
+    relo_handle a3 = fx_reserve(O, 1 * MiB);
+    require_ne(a3.id, 0);
+    expect_true(!fx_overlap(fx_bind(O, a3), at));
+    expect_ok(relo_release(f.dev, y));
+    relo_handle z = fx_reserve(S, 1 * MiB);
+    require_ne(z.id, 0);
+    expect_true(!fx_overlap(fx_bind(S, z), xat));
+    expect_ok(relo_device_check(f.dev));
+
+    /* Destroyed, the graph hands the room back. */
+    relo_graph_destroy(graph);
+    relo_handle a4 = fx_reserve(O, 1 * MiB);
+    expect_true(fx_same_place(fx_bind(O, a4), at));
+    expect_ok(relo_device_check(f.dev));
+    relo_handle all[] = {keep, a2, a3, z, a4};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) expect_ok(relo_release(f.dev, all[i]));
+    fx_close(&f);
+}
+
+/* A recording that yields no graph gives back the guards it took at touch:
+ * the touched page of another stream serves again. */
+CHECK_TEST(x_failed_recording_drops_its_guards)
+{
+    fx f;
+    require_ok(fx_open2(&f, NULL, NULL));
+    relo_stream *O = f.s, *S = f.s2;
+    relo_handle a1 = fx_reserve(O, 1 * MiB);
+    relo_handle keep = fx_reserve(O, 1 * MiB);
+    relo_binding at = fx_bind(O, a1);
+    expect_ok(relo_capture_prepare(S));
+    expect_ok(relo_capture_begin(S));
+    (void)fx_bind(S, a1);
+    expect_eq(fx_dev_stats(f.dev).guarded_pages, 1);
+    relo_handle big;
+    expect_status(relo_reserve(S, 64 * MiB, &big), RELO_ERR_PAGE_UPDATE_FORBIDDEN); /* dooms it */
+    relo_graph *graph = NULL;
+    expect_true(relo_capture_end(S, &graph) != RELO_OK);
+    expect_true(graph == NULL);
+    expect_eq(fx_dev_stats(f.dev).guarded_pages, 0);
+    expect_ok(relo_release(f.dev, a1));
+    relo_handle a2 = fx_reserve(O, 1 * MiB);
+    expect_true(fx_same_place(fx_bind(O, a2), at));
+    expect_ok(relo_device_check(f.dev));
+    expect_ok(relo_release(f.dev, a2));
+    expect_ok(relo_release(f.dev, keep));
+    fx_close(&f);
+}
+
 CHECK_MAIN()
