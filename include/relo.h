@@ -12,7 +12,16 @@
  *   - Every fallible call returns relo_status; outputs come last, through
  *     pointers, and are written only on RELO_OK unless a comment says so.
  *   - Every call is thread-safe per device: one lock guards a device and
- *     everything hanging off it.
+ *     everything hanging off it. relo never waits for the device, copies or
+ *     transfers while holding it, so a relocation on one thread does not
+ *     stall a resolve on another. A stream is used by one thread at a time.
+ *   - The binding contract: a binding from relo_resolve is valid until the
+ *     next call on the device, from any thread, that may move memory
+ *     (relo_reserve, relo_reclaim, relo_reclaim_device,
+ *     relo_capture_prepare, relo_pass_begin). A multi-threaded runtime pins
+ *     instead: a binding from relo_pin stays valid until relo_unpin, whatever
+ *     other threads do; unpin once the work using it is enqueued (relo drains
+ *     the device, or the streams' finishes, before it copies a byte).
  *   - Descriptors are zero-initialised for defaults.
  *   - The library prints nothing; logs go to the callback in the device desc.
  */
@@ -47,6 +56,8 @@ typedef struct relo_device relo_device;
 typedef struct relo_stream relo_stream;
 /** The guards a sealed graph holds on the pages it uses. */
 typedef struct relo_graph relo_graph;
+/** A relocation pass the runtime drives (relo_pass_begin). */
+typedef struct relo_pass relo_pass;
 /** The code that talks to the device (see relo_backend.h). */
 typedef struct relo_backend relo_backend;
 
@@ -221,11 +232,31 @@ RELO_API relo_status relo_stream_create(relo_device *device, void *backend_strea
                                         relo_stream **out);
 
 /**
+ * A stream's finish: blocks until every piece of work the runtime enqueued
+ * on the stream so far is done (for example cuStreamSynchronize, or waiting
+ * on the runtime's last event). Returns RELO_OK, or an error that abandons
+ * the relocation that asked. Called without the device lock, from the
+ * thread that copies, never concurrently with itself for one pass.
+ */
+typedef relo_status (*relo_finish_fn)(void *user);
+
+/**
+ * Sets (fn non-NULL) or clears the stream's finish. Before a relocation
+ * copies, relo waits for the device's work: when every stream of the device
+ * has a finish, relo calls them instead of the backend's device-wide wait
+ * (the runtime knows its queues better than a full drain); otherwise it
+ * calls the backend's wait and then each finish.
+ * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT (NULL stream).
+ */
+RELO_API relo_status relo_stream_set_finish(relo_stream *stream, relo_finish_fn fn, void *user);
+
+/**
  * Destroys a stream and gives its empty pages back.
  *
  * Returns RELO_ERR_BUSY (nothing changes) while an allocation reserved on
- * the stream is live, a graph guards one of its pages, or any stream of the
- * device is in a capture (a recording may have touched this stream's pages);
+ * the stream is live, a graph guards one of its pages, any stream of the
+ * device is in a capture (a recording may have touched this stream's pages),
+ * or a relocation pass is open on the device;
  * RELO_ERR_INVALID_ARGUMENT for NULL; else RELO_OK.
  */
 RELO_API relo_status relo_stream_destroy(relo_stream *stream);
@@ -281,15 +312,39 @@ typedef struct relo_binding {
 
 /**
  * Resolves a handle to where its bytes are now. The binding stays valid
- * until the next relo_reserve, relo_reclaim or relo_capture_prepare on the
- * device. While the stream records, the page is remembered as touched and
- * guarded when the capture ends.
+ * until the next call on the device that may move memory (see the binding
+ * contract at the top; relo_pin keeps it valid across threads). If the
+ * allocation is a source of an open pass, its move is skipped. While the
+ * stream records, the page is remembered as touched and guarded.
  *
  * The handle may come from another stream of the same device.
  * Returns RELO_OK, RELO_ERR_NOT_FOUND, RELO_ERR_INVALID_ARGUMENT,
  * RELO_ERR_HOST_MEMORY (could not remember a touched page).
  */
 RELO_API relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_binding *out);
+
+/**
+ * As relo_resolve, and pins the allocation: it is not moved until a
+ * matching relo_unpin, so the binding stays valid whatever other threads do
+ * (a page holding a pinned allocation is no relocation or compaction
+ * source). Pins count: n pins need n unpins. If the allocation is a source
+ * of an open pass, its move is skipped (the bytes stay where the binding
+ * says). Releasing the allocation drops its pins.
+ *
+ * The launch path of a multi-threaded runtime: relo_pin, enqueue the work
+ * using the binding, relo_unpin. relo waits for enqueued work before it
+ * copies, so the pin need not outlive the enqueue.
+ *
+ * Returns as relo_resolve, and RELO_ERR_INVALID_ARGUMENT when the pin count
+ * would overflow.
+ */
+RELO_API relo_status relo_pin(relo_stream *stream, relo_handle handle, relo_binding *out);
+
+/**
+ * Drops one pin. Returns RELO_OK, RELO_ERR_NOT_FOUND (stale handle),
+ * RELO_ERR_INVALID_ARGUMENT (NULL device, or the allocation is not pinned).
+ */
+RELO_API relo_status relo_unpin(relo_device *device, relo_handle handle);
 
 /**
  * Copies n bytes from data into the allocation at offset (synchronously).
@@ -331,15 +386,136 @@ RELO_API relo_status relo_mode_push(relo_stream *stream, relo_mode mode);
 RELO_API relo_status relo_mode_pop(relo_stream *stream);
 
 /**
- * Gives back everything nothing needs, over every stream of the device:
- * relocates outdated pages with reason EXPLICIT (targets only in room
- * already held), releases every empty unguarded page, flushes the backend.
- * Bindings resolved earlier are stale afterwards.
+ * Gives back what this stream's memory no longer needs: relocates the
+ * stream's allocations off its outdated pages (reason EXPLICIT, targets only
+ * in room the stream already holds; the dense policy packs the stream's
+ * sparse pages), releases the stream's empty unguarded pages, flushes the
+ * backend. Other streams' allocations do not move and their pages stay,
+ * but for empty pages already queued to go back (which any reservation
+ * gives back). Bindings of the stream's
+ * allocations resolved earlier (not pinned) are stale afterwards.
  *
  * Returns RELO_OK, RELO_ERR_RECORDING (a stream records: nothing happens),
- * RELO_ERR_INVALID_ARGUMENT. A relocation that is abandoned is not an error.
+ * RELO_ERR_BUSY (a pass the runtime drives is open: nothing moves, empty
+ * pages still go back), RELO_ERR_INVALID_ARGUMENT. A relocation that is
+ * abandoned is not an error.
  */
 RELO_API relo_status relo_reclaim(relo_stream *stream);
+
+/** As relo_reclaim, for every stream of the device (what a capture's
+ *  prepare runs). Same statuses. */
+RELO_API relo_status relo_reclaim_device(relo_device *device);
+
+/* ------------------------------------------------------------------------ */
+/* Relocation passes the runtime drives                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * relo relocates by itself inside relo_reserve, relo_reclaim and
+ * relo_capture_prepare, copying on the backend after a full wait for the
+ * device. A runtime that would rather copy on its own queues, ordered by its
+ * own events, drives a pass instead:
+ *
+ *   relo_pass_begin    plans moves (bounded by bytes and moves) and opens
+ *                      the pass; targets are reserved, nothing is copied;
+ *   relo_pass_move_get each move: handle, where from, where to;
+ *   relo_pass_skip     vetoes a move (its allocation stays where it is);
+ *   the runtime copies every move it did not skip, after the work that
+ *   writes the source, and waits for its copies (or relo_pass_copy does the
+ *   whole of it the way relo would);
+ *   relo_pass_end      commits what landed, abandons the rest.
+ *
+ * While the pass is open every other call works: a resolve, pin or write of
+ * a source skips its move (the runtime must then not count on the target); a
+ * release of a source is carried out when the pass ends. Automatic
+ * relocation waits: nothing else moves while a pass is open, and a capture
+ * cannot begin (RELO_ERR_BUSY). One pass is open per device at a time.
+ */
+
+/** Bounds and scope of a pass; zero = default. */
+typedef struct relo_pass_desc {
+    relo_stream *stream;  /**< only this stream's memory; NULL = every stream */
+    uint64_t max_bytes;   /**< bytes planned; 0 = no bound (a pass plans at least one page) */
+    uint32_t max_moves;   /**< moves planned; 0 = no bound (at least one page's moves) */
+} relo_pass_desc;
+
+/** A move's state while its pass is open. */
+#define RELO_MOVE_STATE_LIST(X)                                                \
+    X(RELO_MOVE_PENDING, 0, "will commit if its copy landed")                 \
+    X(RELO_MOVE_SKIPPED, 1, "vetoed: the allocation stays where it is")       \
+    X(RELO_MOVE_RELEASED, 2, "the allocation was released; nothing to copy")
+
+typedef enum relo_move_state {
+#define RELO_X_(name, value, text) name = value,
+    RELO_MOVE_STATE_LIST(RELO_X_)
+#undef RELO_X_
+    RELO_MOVE_STATE_COUNT
+} relo_move_state;
+
+/** "RELO_MOVE_SKIPPED" etc.; never NULL; thread-safe. */
+RELO_API const char *relo_move_state_name(relo_move_state state);
+
+/** One planned move. */
+typedef struct relo_pass_move {
+    relo_handle handle;    /**< the allocation (stale once RELEASED) */
+    relo_stream *stream;   /**< the stream it was reserved on */
+    relo_binding from;     /**< where its bytes are */
+    relo_binding to;       /**< where they go; from.size bytes */
+    relo_move_state state;
+} relo_pass_move;
+
+/** How the runtime's copies ended, told to relo_pass_end. */
+typedef enum relo_pass_outcome {
+    RELO_PASS_LANDED = 0,  /**< every move not skipped was copied and the copies are done */
+    RELO_PASS_ABANDONED,   /**< nothing was copied, or no copy still runs: keep the sources */
+    RELO_PASS_UNKNOWN,     /**< copies may still run: never reuse either side */
+    RELO_PASS_OUTCOME_COUNT
+} relo_pass_outcome;
+
+/**
+ * Plans a pass and opens it: the allocations the matching reclaim would
+ * move (outdated pages, and the dense policy's sparse pages), each page all
+ * or nothing, within desc's bounds. Pinned allocations and guarded pages are
+ * left alone. A pass with no move is still a pass: end it.
+ *
+ * Returns RELO_OK (*out set), RELO_ERR_INVALID_ARGUMENT (NULL device or out,
+ * a stream of another device), RELO_ERR_RECORDING (a stream records),
+ * RELO_ERR_BUSY (a pass is open), RELO_ERR_UNSUPPORTED (relocation is off
+ * or the layout is EXCLUSIVE), RELO_ERR_HOST_MEMORY.
+ */
+RELO_API relo_status relo_pass_begin(relo_device *device, const relo_pass_desc *desc, relo_pass **out);
+
+/** Moves planned by the pass (0 for NULL). */
+RELO_API uint32_t relo_pass_move_count(const relo_pass *pass);
+
+/** Fills *out with move i. Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT (NULL,
+ *  or i out of range). */
+RELO_API relo_status relo_pass_move_get(relo_pass *pass, uint32_t i, relo_pass_move *out);
+
+/** Vetoes move i: it will not commit. Skipping a skipped or released move
+ *  is harmless. Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT. */
+RELO_API relo_status relo_pass_skip(relo_pass *pass, uint32_t i);
+
+/**
+ * Copies the way relo does by itself, without the device lock: waits for
+ * the device (the streams' finishes where set), enqueues every move's copy
+ * on the backend, waits for the copies. *outcome says how that ended; hand
+ * it to relo_pass_end. Call at most once. Returns RELO_OK,
+ * RELO_ERR_INVALID_ARGUMENT (NULLs, or called twice).
+ */
+RELO_API relo_status relo_pass_copy(relo_pass *pass, relo_pass_outcome *outcome);
+
+/**
+ * Ends the pass: with RELO_PASS_LANDED every move still PENDING commits (its
+ * handle now resolves to the target) and the targets of skipped moves are
+ * freed; ABANDONED frees every target; UNKNOWN leaks both sides of every
+ * move (counted in bytes_leaked). Released allocations are freed in every
+ * case, and pages the pass emptied go back. When relo_pass_copy ran, its
+ * outcome is used where it is worse than the one given. Frees the pass.
+ * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT (NULL, or a bad outcome: the
+ * pass stays open).
+ */
+RELO_API relo_status relo_pass_end(relo_pass *pass, relo_pass_outcome outcome);
 
 /* ------------------------------------------------------------------------ */
 /* Graph capture                                                            */
@@ -349,7 +525,8 @@ RELO_API relo_status relo_reclaim(relo_stream *stream);
  * IDLE → PREPARED. Relocates every stream's outdated pages (reason CAPTURE,
  * which may take new current-size pages) so none is guarded later.
  * Returns RELO_OK, RELO_ERR_CAPTURE_STATE (not IDLE), RELO_ERR_RECORDING
- * (another stream records), RELO_ERR_INVALID_ARGUMENT.
+ * (another stream records), RELO_ERR_BUSY (a pass the runtime drives is
+ * open), RELO_ERR_INVALID_ARGUMENT.
  */
 RELO_API relo_status relo_capture_prepare(relo_stream *stream);
 
@@ -365,8 +542,10 @@ RELO_API relo_status relo_capture_prepare(relo_stream *stream);
  * guarded at the end.
  * The graph that will hold the guards is made here, so relo_capture_end
  * cannot fail for lack of memory.
+ * A relocation relo runs on another thread is waited for first.
  * Returns RELO_OK, RELO_ERR_CAPTURE_STATE, RELO_ERR_INVALID_ARGUMENT,
- * RELO_ERR_HOST_MEMORY (the stream stays PREPARED).
+ * RELO_ERR_BUSY (a pass the runtime drives is open; the stream stays
+ * PREPARED), RELO_ERR_HOST_MEMORY (the stream stays PREPARED).
  */
 RELO_API relo_status relo_capture_begin(relo_stream *stream);
 

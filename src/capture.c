@@ -75,10 +75,13 @@ relo_status relo_capture_prepare(relo_stream *stream)
     if (!stream) return RELO_ERR_INVALID_ARGUMENT;
     relo_device *d = stream->device;
     relo__device_lock(d);
+    relo__pass_settle(d);
     relo_status st = RELO_ERR_CAPTURE_STATE;
     if (stream->capture.state == RELO_CAPTURE_IDLE) {
         if (d->recording) {
             st = RELO_ERR_RECORDING;
+        } else if (d->open_pass) {
+            st = RELO_ERR_BUSY;
         } else {
             /* Empty outdated pages now, before any of them can be guarded. */
             relo__relocate(d, NULL, RELO_REASON_CAPTURE);
@@ -96,8 +99,11 @@ relo_status relo_capture_begin(relo_stream *stream)
     if (!stream) return RELO_ERR_INVALID_ARGUMENT;
     relo_device *d = stream->device;
     relo__device_lock(d);
+    relo__pass_settle(d);
     relo_status st = RELO_ERR_CAPTURE_STATE;
-    if (stream->capture.state == RELO_CAPTURE_PREPARED) {
+    if (stream->capture.state == RELO_CAPTURE_PREPARED && d->open_pass) {
+        st = RELO_ERR_BUSY;
+    } else if (stream->capture.state == RELO_CAPTURE_PREPARED) {
         struct relo_graph *g = relo__calloc(sizeof *g);
         if (!g) {
             st = RELO_ERR_HOST_MEMORY;

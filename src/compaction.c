@@ -14,24 +14,6 @@
 
 #define MAX_PASSES 64
 
-typedef struct fence_list {
-    relo_page **pages;
-    uint32_t count, cap;
-} fence_list;
-
-static bool fence_push(fence_list *f, relo_page *page)
-{
-    if (f->count == f->cap) {
-        uint32_t cap = f->cap ? f->cap * 2 : 16;
-        relo_page **pages = relo__realloc(f->pages, cap * sizeof *pages);
-        if (!pages) return false;
-        f->pages = pages;
-        f->cap = cap;
-    }
-    f->pages[f->count++] = page;
-    return true;
-}
-
 /* Bytes a page would give back if its allocations moved to new pages of
  * their own size (variable-page pools): its size less theirs. */
 static uint64_t repagination_gain(const relo_pool *pool, const relo_page *page)
@@ -50,8 +32,7 @@ static uint64_t repagination_gain(const relo_pool *pool, const relo_page *page)
  * Targets go into the free room of the other pages; with repaginate, a
  * page whose allocations do not fit there may move them to new pages of
  * their own size when that gives back at least a granule. */
-static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, uint64_t want, bool repaginate,
-                          fence_list *fences)
+static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, uint64_t want, bool repaginate)
 {
     if (pool->page_count == 0) return 0;
     relo_candidate *c = relo__malloc(pool->page_count * sizeof *c);
@@ -79,52 +60,52 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, uint64_t want, bool 
          * what lives on it. A reclaim, which nothing is waiting on, empties
          * only pages at most 2/3 full, so it does not shuffle dense pages
          * from one to the next; packing for a page needed now takes any. */
-        if (pass->reason == RELO_REASON_EXPLICIT && own_room < p->occupied_bytes / 2) continue;
+        bool unhurried = pass->reason == RELO_REASON_EXPLICIT || pass->reason == RELO_REASON_RUNTIME;
+        if (unhurried && own_room < p->occupied_bytes / 2) continue;
         bool may_fit = room - own_room >= p->occupied_bytes;
         bool worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule;
         if (!may_fit && !worth_pages) continue;
-        relo__pool_page_fence(pool, p);
-        if (!fence_push(fences, p)) {
-            relo__pool_page_unfence(pool, p);
-            break;
-        }
+        if (!relo__pass_fence(pass, p)) break;
         bool planned = may_fit && relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_NONE);
         if (!planned && worth_pages) planned = relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_EXACT);
         if (planned) {
             room -= relo__min(room, own_room + p->occupied_bytes);
             emptied += p->size;
         } else {
-            fences->count--;
-            relo__pool_page_unfence(pool, p);
+            relo__pass_unfence_last(pass);
         }
     }
     relo__free(c);
     return emptied;
 }
 
+uint64_t relo__compact_plan(relo_pass *pass, struct relo_stream *only, uint64_t want, bool repaginate)
+{
+    relo_device *d = pass->device;
+    if (d->desc.policy != RELO_POLICY_DENSE) return 0;
+    uint32_t first = only ? only->index : 0, end = only ? only->index + 1 : d->stream_count;
+    uint64_t emptied = 0;
+    for (uint32_t s = first; s < end && emptied < want; s++)
+        for (uint32_t k = 0; k < RELO_DENSE_POOLS && emptied < want; k++)
+            emptied += plan_pool(pass, &d->streams[s]->dense[k], want - emptied, repaginate);
+    return emptied;
+}
+
 uint64_t relo__compact(relo_device *d, relo_pool *pool, uint64_t want, bool repaginate, relo_reason reason)
 {
+    relo__pass_settle(d);
     if (!relo__relocation_allowed(d) || d->desc.policy != RELO_POLICY_DENSE) return 0;
     relo_pass pass;
     relo__pass_begin(&pass, d, reason);
-    fence_list fences = {NULL, 0, 0};
-    uint64_t emptied = 0;
-    if (pool) {
-        emptied = plan_pool(&pass, pool, want, repaginate, &fences);
-    } else {
-        for (uint32_t s = 0; s < d->stream_count && emptied < want; s++)
-            for (uint32_t k = 0; k < RELO_DENSE_POOLS && emptied < want; k++)
-                emptied += plan_pool(&pass, &d->streams[s]->dense[k], want - emptied, repaginate, &fences);
-    }
+    uint64_t emptied = pool ? plan_pool(&pass, pool, want, repaginate) : relo__compact_plan(&pass, NULL, want, repaginate);
     bool moved = relo__pass_finish(&pass);
-    for (uint32_t i = 0; i < fences.count; i++) relo__pool_page_unfence(fences.pages[i]->pool, fences.pages[i]);
-    relo__free(fences.pages);
     return moved ? emptied : 0;
 }
 
-static void release_dense_empty(relo_device *d, uint64_t *released)
+static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64_t *released)
 {
-    for (uint32_t s = 0; s < d->stream_count; s++) {
+    uint32_t first = only ? only->index : 0, end = only ? only->index + 1 : d->stream_count;
+    for (uint32_t s = first; s < end; s++) {
         for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
             relo_pool *pool = &d->streams[s]->dense[k];
             uint64_t before = pool->bytes_reserved;
@@ -134,13 +115,19 @@ static void release_dense_empty(relo_device *d, uint64_t *released)
     }
 }
 
-uint64_t relo__compact_and_release(relo_device *d, uint64_t want, bool repaginate, relo_reason reason)
+uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uint64_t want, bool repaginate,
+                                   relo_reason reason)
 {
     uint64_t released = 0;
-    release_dense_empty(d, &released);
+    release_dense_empty(d, only, &released);
     for (int i = 0; i < MAX_PASSES && released < want; i++) {
-        if (!relo__compact(d, NULL, want - released, repaginate, reason)) break;
-        release_dense_empty(d, &released);
+        relo__pass_settle(d);
+        if (!relo__relocation_allowed(d) || d->desc.policy != RELO_POLICY_DENSE) break;
+        relo_pass pass;
+        relo__pass_begin(&pass, d, reason);
+        relo__compact_plan(&pass, only, want - released, repaginate);
+        if (!relo__pass_finish(&pass)) break;
+        release_dense_empty(d, only, &released);
     }
     return released;
 }

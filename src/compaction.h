@@ -32,9 +32,18 @@ uint64_t relo__compact(relo_device *device, relo_pool *pool, uint64_t want, bool
                        relo_reason reason);
 
 /**
- * Compacts until want bytes of pages are empty and given back, or nothing
- * more moves (at most a bounded number of passes). Returns bytes given back.
+ * Plans compaction of the dense pools of one stream (only non-NULL) or of
+ * every stream into pass, fencing its sources in the pass, until want bytes
+ * of pages would empty or the pass is full. Returns the bytes planned.
  */
-uint64_t relo__compact_and_release(relo_device *device, uint64_t want, bool repaginate, relo_reason reason);
+uint64_t relo__compact_plan(struct relo_pass *pass, struct relo_stream *only, uint64_t want, bool repaginate);
+
+/**
+ * Compacts the dense pools of one stream (only non-NULL) or of every stream
+ * until want bytes of pages are empty and given back, or nothing more moves
+ * (at most a bounded number of passes). Returns bytes given back.
+ */
+uint64_t relo__compact_and_release(relo_device *device, struct relo_stream *only, uint64_t want,
+                                   bool repaginate, relo_reason reason);
 
 #endif /* RELO_COMPACTION_H */

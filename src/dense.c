@@ -89,7 +89,7 @@ relo_status relo__dense_reserve(struct relo_stream *s, uint64_t size, uint32_t s
     if (s->dense_quiet > 0) {
         s->dense_quiet--;
     } else if (relo__relocation_allowed(d) && reserved + page > live + live / RELO_DENSE_SLACK_DIVISOR) {
-        if (relo__compact_and_release(d, page, true, RELO_REASON_COMPACT) == 0) s->dense_quiet = RELO_DENSE_QUIET_PAGES;
+        if (relo__compact_and_release(d, NULL, page, true, RELO_REASON_COMPACT) == 0) s->dense_quiet = RELO_DENSE_QUIET_PAGES;
         st = relo__sliced_reserve(pool, size, slot, RELO_SLICE_LIVE, false, out);
         if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
     }

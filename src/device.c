@@ -34,7 +34,13 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
         relo__free(d);
         return RELO_ERR_HOST_MEMORY;
     }
+    if (pthread_cond_init(&d->pass_done, NULL) != 0) {
+        pthread_mutex_destroy(&d->lock);
+        relo__free(d);
+        return RELO_ERR_HOST_MEMORY;
+    }
     if (relo__handle_table_init(&d->handles) != RELO_OK) {
+        pthread_cond_destroy(&d->pass_done);
         pthread_mutex_destroy(&d->lock);
         relo__free(d);
         return RELO_ERR_HOST_MEMORY;
@@ -54,7 +60,8 @@ relo_status relo_device_destroy(relo_device *device)
 {
     if (!device) return RELO_ERR_INVALID_ARGUMENT;
     relo__device_lock(device);
-    if (device->handles.live > 0 || device->graphs > 0 || device->recording > 0) {
+    relo__pass_settle(device);
+    if (device->handles.live > 0 || device->graphs > 0 || device->recording > 0 || device->open_pass) {
         relo__device_unlock(device);
         return RELO_ERR_BUSY;
     }
@@ -71,6 +78,7 @@ relo_status relo_device_destroy(relo_device *device)
     relo__handle_table_destroy(&device->handles);
     relo__slab_destroy(&device->slab);
     relo__device_unlock(device);
+    pthread_cond_destroy(&device->pass_done);
     pthread_mutex_destroy(&device->lock);
     relo_backend_destroy(device->backend);
     relo__free(device);
@@ -123,10 +131,12 @@ relo_status relo_stream_destroy(relo_stream *stream)
     if (!stream) return RELO_ERR_INVALID_ARGUMENT;
     relo_device *d = stream->device;
     relo__device_lock(d);
+    relo__pass_settle(d);
     /* While any stream records, a page this stream holds may be touched by
-     * the recording: it must outlive the graph. */
+     * the recording: it must outlive the graph. An open pass may hold
+     * targets in this stream's pages. */
     if (relo__stream_allocations(stream) > 0 || relo__stream_guarded_pages(stream) > 0 ||
-        stream->capture.state != RELO_CAPTURE_IDLE || d->recording > 0) {
+        stream->capture.state != RELO_CAPTURE_IDLE || d->recording > 0 || d->open_pass) {
         relo__device_unlock(d);
         return RELO_ERR_BUSY;
     }
@@ -179,7 +189,10 @@ relo_status relo_release(relo_device *device, relo_handle handle)
     if (slot) {
         if (--slot->refcount == 0) {
             relo_slice *slice = slot->slice;
-            relo__pool_slice_free(slice->page->pool, slice);
+            slice->page->pins -= slot->pins;
+            /* A source of the open pass stays until the pass closes: a copy
+             * may be reading it. */
+            if (!relo__pass_drop(device, slice)) relo__pool_slice_free(slice->page->pool, slice);
             relo__handle_free(&device->handles, (uint32_t)(slot - device->handles.slots));
         }
         st = RELO_OK;
@@ -188,7 +201,8 @@ relo_status relo_release(relo_device *device, relo_handle handle)
     return st;
 }
 
-relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_binding *out)
+/* relo_resolve, and with pin relo_pin. */
+static relo_status resolve(relo_stream *stream, relo_handle handle, bool pin, relo_binding *out)
 {
     if (!stream || !out) return RELO_ERR_INVALID_ARGUMENT;
     relo_device *d = stream->device;
@@ -198,9 +212,14 @@ relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_binding *
     if (slot) {
         relo_slice *slice = slot->slice;
         relo_page *page = slice->page;
-        st = RELO_OK;
-        if (stream->capture.state == RELO_CAPTURE_RECORDING) st = relo__capture_touch(stream, page);
+        st = pin && slot->pins == UINT32_MAX ? RELO_ERR_INVALID_ARGUMENT : RELO_OK;
+        if (st == RELO_OK && stream->capture.state == RELO_CAPTURE_RECORDING) st = relo__capture_touch(stream, page);
         if (st == RELO_OK) {
+            relo__pass_veto(d, slice);
+            if (pin) {
+                slot->pins++;
+                page->pins++;
+            }
             out->buffer = page->buffer;
             out->offset = slice->offset;
             out->size = slice->size;
@@ -208,6 +227,34 @@ relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_binding *
         }
     }
     relo__device_unlock(d);
+    return st;
+}
+
+relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_binding *out)
+{
+    return resolve(stream, handle, false, out);
+}
+
+relo_status relo_pin(relo_stream *stream, relo_handle handle, relo_binding *out)
+{
+    return resolve(stream, handle, true, out);
+}
+
+relo_status relo_unpin(relo_device *device, relo_handle handle)
+{
+    if (!device) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(device);
+    relo_status st = RELO_ERR_NOT_FOUND;
+    relo_slot *slot = relo__handle_lookup(&device->handles, handle);
+    if (slot) {
+        st = RELO_ERR_INVALID_ARGUMENT;
+        if (slot->pins > 0) {
+            slot->pins--;
+            slot->slice->page->pins--;
+            st = RELO_OK;
+        }
+    }
+    relo__device_unlock(device);
     return st;
 }
 
@@ -225,33 +272,46 @@ static relo_status access_check(relo_device *d, relo_handle handle, uint64_t off
     return RELO_OK;
 }
 
+/* relo_write (to_device) and relo_read: the checks under the lock, the
+ * transfer without it. The page is marked as in transfer meanwhile, so it is
+ * neither a relocation source nor given back, and a write skips a move of
+ * the allocation in the open pass. */
+static relo_status transfer(relo_device *d, relo_handle handle, uint64_t offset, void *data, uint64_t n,
+                            bool to_device)
+{
+    relo_backend *b = d->backend;
+    relo__device_lock(d);
+    relo_slice *slice = NULL;
+    bool has_op = to_device ? b->ops.write != NULL : b->ops.read != NULL;
+    relo_status st = access_check(d, handle, offset, data, n, has_op, &slice);
+    if (st != RELO_OK || n == 0) {
+        relo__device_unlock(d);
+        return st;
+    }
+    relo_page *page = slice->page;
+    void *buffer = page->buffer;
+    uint64_t at = slice->offset + offset;
+    if (to_device) relo__pass_veto(d, slice);
+    page->transfers++;
+    relo__device_unlock(d);
+    st = to_device ? b->ops.write(b->ctx, buffer, at, data, n) : b->ops.read(b->ctx, buffer, at, data, n);
+    relo__device_lock(d);
+    page->transfers--;
+    relo__device_unlock(d);
+    return st;
+}
+
 relo_status relo_write(relo_device *device, relo_handle handle, uint64_t offset, const void *data,
                        uint64_t n)
 {
     if (!device) return RELO_ERR_INVALID_ARGUMENT;
-    relo__device_lock(device);
-    relo_slice *slice = NULL;
-    relo_status st = access_check(device, handle, offset, data, n, device->backend->ops.write != NULL,
-                                  &slice);
-    if (st == RELO_OK && n > 0)
-        st = device->backend->ops.write(device->backend->ctx, slice->page->buffer,
-                                        slice->offset + offset, data, n);
-    relo__device_unlock(device);
-    return st;
+    return transfer(device, handle, offset, (void *)(uintptr_t)data, n, true);
 }
 
 relo_status relo_read(relo_device *device, relo_handle handle, uint64_t offset, void *data, uint64_t n)
 {
     if (!device) return RELO_ERR_INVALID_ARGUMENT;
-    relo__device_lock(device);
-    relo_slice *slice = NULL;
-    relo_status st = access_check(device, handle, offset, data, n, device->backend->ops.read != NULL,
-                                  &slice);
-    if (st == RELO_OK && n > 0)
-        st = device->backend->ops.read(device->backend->ctx, slice->page->buffer,
-                                       slice->offset + offset, data, n);
-    relo__device_unlock(device);
-    return st;
+    return transfer(device, handle, offset, data, n, false);
 }
 
 void relo__device_queue_release(relo_device *device, relo_page *page)
@@ -266,17 +326,24 @@ void relo__device_cleanup_periodic(relo_device *d)
 {
     if (d->recording || !d->pending) return;
     bool dropped_outdated = false;
+    relo_page *busy = NULL; /* in transfer: queued again */
     while (d->pending) {
         relo_page *p = d->pending;
         d->pending = p->pending_next;
-        p->pending = false;
         p->pending_next = NULL;
+        if (p->transfers) {
+            p->pending_next = busy;
+            busy = p;
+            continue;
+        }
+        p->pending = false;
         if (p->occupied == 0 && p->guards == 0) {
             relo_pool *pool = p->pool;
             dropped_outdated |= pool->outdated;
             relo__pool_page_release(pool, p);
         }
     }
+    d->pending = busy;
     if (dropped_outdated)
         for (uint32_t i = 0; i < d->stream_count; i++) relo__arena_drop_empty_pools(&d->streams[i]->arena);
 }
@@ -287,13 +354,15 @@ static void release_empty(relo_pool *pool, void *user)
     relo__pool_release_empty(pool);
 }
 
-void relo__device_cleanup_explicit(relo_device *d)
+void relo__device_cleanup_explicit(relo_device *d, relo_stream *only)
 {
     if (d->recording) return;
-    relo__relocate(d, NULL, RELO_REASON_EXPLICIT);
+    relo__relocate(d, only, RELO_REASON_EXPLICIT);
     relo__device_cleanup_periodic(d);
-    relo__compact_and_release(d, UINT64_MAX, true, RELO_REASON_EXPLICIT);
+    relo__compact_and_release(d, only, UINT64_MAX, true, RELO_REASON_EXPLICIT);
+    if (d->recording) return; /* a capture began while the lock was dropped */
     for (uint32_t i = 0; i < d->stream_count; i++) {
+        if (only && d->streams[i] != only) continue;
         relo__stream_each_pool(d->streams[i], release_empty, NULL);
         relo__arena_drop_empty_pools(&d->streams[i]->arena);
     }
@@ -308,16 +377,39 @@ uint64_t relo__device_held_bytes(relo_device *d)
     return held;
 }
 
-relo_status relo_reclaim(relo_stream *stream)
+/* relo_reclaim (only non-NULL) and relo_reclaim_device. */
+static relo_status reclaim(relo_device *d, relo_stream *only)
 {
-    if (!stream) return RELO_ERR_INVALID_ARGUMENT;
-    relo_device *d = stream->device;
     relo__device_lock(d);
+    relo__pass_settle(d);
     relo_status st = RELO_ERR_RECORDING;
     if (d->recording == 0) {
-        relo__device_cleanup_explicit(d);
-        st = RELO_OK;
+        st = d->open_pass ? RELO_ERR_BUSY : RELO_OK;
+        relo__device_cleanup_explicit(d, only);
+        if (st == RELO_OK && d->recording) st = RELO_ERR_RECORDING;
     }
     relo__device_unlock(d);
     return st;
+}
+
+relo_status relo_reclaim(relo_stream *stream)
+{
+    if (!stream) return RELO_ERR_INVALID_ARGUMENT;
+    return reclaim(stream->device, stream);
+}
+
+relo_status relo_reclaim_device(relo_device *device)
+{
+    if (!device) return RELO_ERR_INVALID_ARGUMENT;
+    return reclaim(device, NULL);
+}
+
+relo_status relo_stream_set_finish(relo_stream *stream, relo_finish_fn fn, void *user)
+{
+    if (!stream) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(stream->device);
+    stream->finish = fn;
+    stream->finish_user = fn ? user : NULL;
+    relo__device_unlock(stream->device);
+    return RELO_OK;
 }

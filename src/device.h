@@ -21,6 +21,8 @@
 
 struct relo_device {
     pthread_mutex_t lock;
+    pthread_cond_t pass_done;       /* signalled when the open pass closes */
+    struct relo_pass *open_pass;    /* the one pass open now, or NULL */
     relo_device_desc desc;          /* effective: defaults resolved */
     relo_backend *backend;
     uint64_t alignment;             /* backend's */
@@ -66,11 +68,12 @@ void relo__device_queue_release(relo_device *device, relo_page *page);
 void relo__device_cleanup_periodic(relo_device *device);
 
 /**
- * Explicit cleanup: relocates with reason EXPLICIT (when relocation is on),
- * gives back every empty unguarded page of every pool, flushes the backend.
- * Skipped while any stream records.
+ * Explicit cleanup of one stream (only non-NULL) or of every stream:
+ * relocates with reason EXPLICIT (when relocation is on and no pass is
+ * open), packs dense pools, gives back every empty unguarded page of those
+ * streams' pools, flushes the backend. Skipped while any stream records.
  */
-void relo__device_cleanup_explicit(relo_device *device);
+void relo__device_cleanup_explicit(relo_device *device, struct relo_stream *only);
 
 /** Bytes of pages held across every stream (counts one sum). */
 uint64_t relo__device_held_bytes(relo_device *device);

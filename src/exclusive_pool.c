@@ -78,7 +78,7 @@ uint32_t relo__exclusive_check(relo_pool *pool)
     relo_page *p = pool->free_pages;
     while (p) {
         relo_page *next = p->free_next;
-        if (!p->guards && !p->pending) {
+        if (!p->guards && !p->pending && !p->transfers) {
             p->suspicion++;
             if (p->suspicion >= SUSPICION_RELEASE) {
                 relo__pool_page_release(pool, p);

@@ -66,6 +66,7 @@ relo_status relo__handle_alloc(relo_handle_table *t, uint32_t *slot)
     s->refcount = 1;
     s->slice = NULL;
     s->next_free = 0;
+    s->pins = 0;
     if (s->generation > t->gen_high) t->gen_high = s->generation;
     t->live++;
     *slot = i;

@@ -43,6 +43,7 @@ typedef struct relo_slot {
     uint32_t generation;    /* bumped on every free; 0 once retired */
     uint32_t refcount;      /* 0 = free slot */
     uint32_t next_free;     /* free list, index + 1; 0 = end */
+    uint32_t pins;          /* relo_pin calls not yet unpinned: never moved */
 } relo_slot;
 
 typedef struct relo_handle_table {

@@ -46,6 +46,7 @@ typedef struct relo_slice {
     uint64_t max_length;        /* free tree: largest length in this subtree */
     uint32_t priority;          /* free tree: heap priority */
     uint32_t slot;              /* handle slot index of a LIVE slice */
+    uint32_t move;              /* LIVE source of the pass in flight: move index + 1; 0 = none */
     uint8_t state;              /* relo_slice_state */
     bool leak_on_free;          /* a copy from here had an unknown outcome */
 } relo_slice;
@@ -60,6 +61,9 @@ typedef struct relo_page {
     uint32_t occupied;          /* slices that are not FREE */
     uint64_t occupied_bytes;    /* their lengths */
     uint32_t guards;            /* sealed graphs using this page */
+    uint32_t pins;              /* pins on its allocations: the page is no source */
+    uint32_t transfers;         /* relo_read/relo_write in progress without the lock:
+                                   no source, and not given back */
     uint32_t touch_stamp;       /* capture epoch that last touched it */
     uint32_t suspicion;         /* exclusive pools: how unused it looks */
     bool fenced;                /* a compaction source: its room serves nothing */

@@ -98,7 +98,7 @@ void relo__pool_page_release(relo_pool *pool, relo_page *page)
 {
     struct relo_stream *s = pool->stream;
     relo_device *d = s->device;
-    RELO_ASSERT(page->occupied == 0 && page->guards == 0 && !page->pending && !page->fenced);
+    RELO_ASSERT(page->occupied == 0 && page->guards == 0 && !page->pending && !page->fenced && !page->transfers);
     if (page->on_free_list) relo__pool_free_page_remove(pool, page);
     relo_slice *sl = page->first;
     while (sl) {
@@ -127,7 +127,7 @@ uint32_t relo__pool_release_empty(relo_pool *pool)
     uint32_t released = 0;
     for (uint32_t i = pool->page_count; i-- > 0;) {
         relo_page *p = pool->pages[i];
-        if (p->occupied == 0 && p->guards == 0 && !p->pending && !p->fenced) {
+        if (p->occupied == 0 && p->guards == 0 && !p->pending && !p->fenced && !p->transfers) {
             relo__pool_page_release(pool, p);
             released++;
         }

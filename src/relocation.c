@@ -5,16 +5,21 @@
  * to move), guarded or holding slices that cannot move (skipped), or
  * movable; movable pages are taken fewest live bytes first, and each gets
  * targets in its arena's current pool for all of its allocations or none.
- * Copy: the device finishes all work, every copy is enqueued, and the
- * copies are always waited for, even after a refused enqueue, so no target
- * is reused while a copy may still write it. Commit: only from a landed
- * copy — commit() takes a relo_landed, which only copy_all() makes — each
- * handle's slot points at its target and the source is freed.
+ * Open: the sources are marked with their move, and the pass becomes the
+ * device's one open pass. Copy, without the device lock: the device
+ * finishes all work (the streams' finishes, or the backend's wait), every
+ * copy is enqueued, and the copies are always waited for, even after a
+ * refused enqueue, so no target is reused while a copy may still write it.
+ * Close, under the lock again: only when every copy landed do moves commit
+ * (each handle's slot points at its target and the source is freed); a move
+ * whose source was resolved, pinned or written meanwhile was skipped, and
+ * one whose allocation was released was dropped, and neither commits.
  *
  * The order across streams (§6.4) is here and nowhere else: nothing moves
- * while any stream records; the device's work is finished before a byte
- * moves; a pass covers one stream's arena (the trigger) or all of them
- * (reclaim, capture).
+ * while any stream records or another pass is open; the device's work is
+ * finished before a byte moves; a pass covers one stream's arena (the
+ * trigger, a stream's reclaim, the out-of-memory retry) or all of them
+ * (relo_reclaim_device, capture).
  */
 #include "relocation.h"
 
@@ -28,17 +33,6 @@
 #include "sliced_pool.h"
 #include "trigger.h"
 
-/* Proof that every copy of a pass landed: only copy_all() makes one. */
-typedef struct relo_landed {
-    const relo_pass *pass;
-} relo_landed;
-
-typedef enum relo_copy_outcome {
-    RELO_COPY_LANDED = 0,   /* every copy done: commit */
-    RELO_COPY_ABANDONED,    /* nothing was (or may still be) written: free targets */
-    RELO_COPY_UNKNOWN,      /* the final wait failed: leak both sides */
-    RELO_COPY_OUTCOME_COUNT
-} relo_copy_outcome;
 
 static uint64_t now_ns(void)
 {
@@ -56,7 +50,7 @@ int relo__candidate_order(const void *a, const void *b)
 
 uint64_t relo__page_movable_bytes(const relo_page *page)
 {
-    if (page->guards || page->occupied == 0) return 0;
+    if (page->guards || page->pins || page->transfers || page->occupied == 0) return 0;
     uint64_t bytes = 0;
     for (const relo_slice *sl = page->first; sl; sl = sl->next) {
         if (sl->state == RELO_SLICE_FREE) continue;
@@ -119,7 +113,7 @@ bool relo__pass_plan_page(relo_pass *plan, relo_pool *target, relo_page *page, r
             ok = false;
             break;
         }
-        plan->moves[plan->count++] = (relo_move){sl, dst, sl->slot};
+        plan->moves[plan->count++] = (relo_move){sl, dst, sl->slot, RELO_FATE_PLANNED};
         plan->bytes += sl->size;
     }
     if (order != stack) relo__free(order);
@@ -158,32 +152,68 @@ static void plan_arena(relo_stream *s, relo_pass *plan)
     relo__free(c);
 }
 
-static relo_copy_outcome copy_all(relo_device *d, const relo_pass *plan, relo_landed *landed)
+void relo__relocation_plan(relo_pass *pass, relo_stream *only)
+{
+    relo_device *d = pass->device;
+    uint32_t first = only ? only->index : 0, end = only ? only->index + 1 : d->stream_count;
+    for (uint32_t i = first; i < end; i++) plan_arena(d->streams[i], pass);
+}
+
+const char *relo__move_fate_name(relo_move_fate fate)
+{
+    switch (fate) {
+    case RELO_FATE_PLANNED: return "PLANNED";
+    case RELO_FATE_SKIPPED: return "SKIPPED";
+    case RELO_FATE_DROPPED: return "DROPPED";
+    case RELO_FATE_COUNT: break;
+    }
+    return "UNKNOWN";
+}
+
+/* Waits for the device's work: the streams' finishes, and the backend's
+ * device-wide wait unless every stream has a finish. */
+static relo_status wait_for_work(relo_device *d, const relo_pass *pass)
 {
     relo_backend *b = d->backend;
-    if (b->ops.wait_device(b->ctx) != RELO_OK) return RELO_COPY_ABANDONED;
+    if (!pass->all_finish) {
+        relo_status st = b->ops.wait_device(b->ctx);
+        if (st != RELO_OK) return st;
+    }
+    for (uint32_t i = 0; i < pass->finish_count; i++) {
+        relo_status st = pass->finishes[i].fn(pass->finishes[i].user);
+        if (st != RELO_OK) return st;
+    }
+    return RELO_OK;
+}
+
+relo_copy_outcome relo__pass_copy(relo_pass *pass)
+{
+    relo_device *d = pass->device;
+    relo_backend *b = d->backend;
+    if (wait_for_work(d, pass) != RELO_OK) return RELO_COPY_ABANDONED;
     relo_status enqueued = RELO_OK;
-    for (uint32_t i = 0; i < plan->count && enqueued == RELO_OK; i++) {
-        const relo_move *mv = &plan->moves[i];
+    for (uint32_t i = 0; i < pass->count && enqueued == RELO_OK; i++) {
+        const relo_move *mv = &pass->moves[i];
         enqueued = b->ops.copy(b->ctx, mv->src->page->buffer, mv->src->offset, mv->dst->page->buffer,
                                mv->dst->offset, mv->src->size);
     }
     /* Always wait: a refused enqueue says nothing of the copies before it. */
     if (b->ops.wait_copies(b->ctx) != RELO_OK) return RELO_COPY_UNKNOWN;
     if (enqueued != RELO_OK) return RELO_COPY_ABANDONED;
-    landed->pass = plan;
     return RELO_COPY_LANDED;
 }
 
-static void commit(relo_device *d, const relo_landed *landed)
+/* Commits the moves still PLANNED; the targets of skipped moves go back. */
+static void commit(relo_device *d, relo_pass *plan)
 {
-    const relo_pass *plan = landed->pass;
     uint64_t pass = plan->id;
     for (uint32_t i = 0; i < plan->count; i++) {
-        const relo_move *mv = &plan->moves[i];
+        relo_move *mv = &plan->moves[i];
+        if (mv->fate != RELO_FATE_PLANNED) continue;
         relo_slice *src = mv->src, *dst = mv->dst;
         relo_stream *s = src->page->pool->stream;
         uint64_t size = src->size;
+        RELO_ASSERT(d->handles.slots[mv->slot].pins == 0);
         relo__pool_slice_promote(dst->page->pool, dst, size, mv->slot);
         d->handles.slots[mv->slot].slice = dst;
         relo__pool_slice_free(src->page->pool, src);
@@ -238,23 +268,67 @@ bool relo__pass_full(const relo_pass *pass, uint64_t next_bytes)
 {
     if (pass->count == 0) return false; /* every pass may move one page */
     if (pass->max_bytes && pass->bytes + next_bytes > pass->max_bytes) return true;
+    if (pass->max_moves && pass->count >= pass->max_moves) return true;
     return pass->max_ns && now_ns() - pass->started_ns > pass->max_ns;
 }
 
-bool relo__pass_finish(relo_pass *plan)
+bool relo__pass_fence(relo_pass *pass, relo_page *page)
+{
+    if (pass->fence_count == pass->fence_cap) {
+        uint32_t cap = pass->fence_cap ? pass->fence_cap * 2 : 16;
+        relo_page **pages = relo__realloc(pass->fences, cap * sizeof *pages);
+        if (!pages) return false;
+        pass->fences = pages;
+        pass->fence_cap = cap;
+    }
+    relo__pool_page_fence(page->pool, page);
+    pass->fences[pass->fence_count++] = page;
+    return true;
+}
+
+void relo__pass_unfence_last(relo_pass *pass)
+{
+    relo_page *page = pass->fences[--pass->fence_count];
+    relo__pool_page_unfence(page->pool, page);
+}
+
+relo_status relo__pass_open(relo_pass *pass)
+{
+    relo_device *d = pass->device;
+    RELO_ASSERT(d->open_pass == NULL);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < d->stream_count; i++) n += d->streams[i]->finish != NULL;
+    if (n) {
+        pass->finishes = relo__malloc(n * sizeof *pass->finishes);
+        if (!pass->finishes) return RELO_ERR_HOST_MEMORY;
+        for (uint32_t i = 0; i < d->stream_count; i++) {
+            relo_stream *s = d->streams[i];
+            if (s->finish) pass->finishes[pass->finish_count++] = (relo_finish){s->finish, s->finish_user};
+        }
+    }
+    pass->all_finish = n > 0 && n == d->stream_count;
+    for (uint32_t i = 0; i < pass->count; i++) pass->moves[i].src->move = i + 1;
+    d->open_pass = pass;
+    return RELO_OK;
+}
+
+bool relo__pass_close(relo_pass *plan, relo_copy_outcome outcome)
 {
     relo_device *d = plan->device;
     bool moved = false;
+    if (d->open_pass == plan) {
+        for (uint32_t i = 0; i < plan->count; i++) plan->moves[i].src->move = 0;
+        d->open_pass = NULL;
+        pthread_cond_broadcast(&d->pass_done);
+    }
     if (plan->count > 0) {
-        relo_landed landed;
-        switch (copy_all(d, plan, &landed)) {
+        switch (outcome) {
         case RELO_COPY_LANDED:
-            commit(d, &landed);
+            commit(d, plan);
             moved = true;
             break;
         case RELO_COPY_ABANDONED:
             count_abandoned(d, plan);
-            free_targets(plan, 0);
             relo__log(d, RELO_LOG_WARN, "relocation (%s) abandoned: every source kept",
                       relo__reason_name(plan->reason));
             break;
@@ -268,6 +342,14 @@ bool relo__pass_finish(relo_pass *plan)
         case RELO_COPY_OUTCOME_COUNT:
             break;
         }
+        /* What did not commit: targets go back (leaked ones stay LEAKED),
+         * and allocations released while the pass was open go now. */
+        for (uint32_t i = 0; i < plan->count; i++) {
+            relo_move *mv = &plan->moves[i];
+            if (outcome == RELO_COPY_LANDED && mv->fate == RELO_FATE_PLANNED) continue;
+            if (outcome != RELO_COPY_UNKNOWN) relo__pool_slice_free(mv->dst->page->pool, mv->dst);
+            if (mv->fate == RELO_FATE_DROPPED) relo__pool_slice_free(mv->src->page->pool, mv->src);
+        }
     }
     uint64_t pause = now_ns() - plan->started_ns;
     if (plan->count > 0 && pause > d->counters.longest_pass_ns) d->counters.longest_pass_ns = pause;
@@ -278,9 +360,15 @@ bool relo__pass_finish(relo_pass *plan)
         if (s->relocation_pass == plan->id && pause > s->counters.longest_pass_ns)
             s->counters.longest_pass_ns = pause;
     }
+    for (uint32_t i = 0; i < plan->fence_count; i++)
+        relo__pool_page_unfence(plan->fences[i]->pool, plan->fences[i]);
+    relo__free(plan->fences);
+    relo__free(plan->finishes);
     relo__free(plan->moves);
+    plan->fences = NULL;
+    plan->finishes = NULL;
     plan->moves = NULL;
-    plan->count = plan->cap = 0;
+    plan->count = plan->cap = plan->fence_count = plan->fence_cap = plan->finish_count = 0;
     if (moved) {
         /* Outdated pages that emptied go back now, so a retry has the room. */
         relo__device_cleanup_periodic(d);
@@ -289,14 +377,44 @@ bool relo__pass_finish(relo_pass *plan)
     return moved;
 }
 
+bool relo__pass_finish(relo_pass *plan)
+{
+    relo_device *d = plan->device;
+    relo_copy_outcome outcome = RELO_COPY_ABANDONED;
+    if (plan->count > 0) {
+        if (relo__pass_open(plan) == RELO_OK) {
+            /* Other threads go on while relo waits and copies: the sources
+             * carry their marks, so a release, resolve or write reaches
+             * the move instead of the bytes. */
+            relo__device_unlock(d);
+            outcome = relo__pass_copy(plan);
+            relo__device_lock(d);
+        }
+    }
+    return relo__pass_close(plan, outcome);
+}
+
+void relo__pass_settle(relo_device *d)
+{
+    while (d->open_pass && !d->open_pass->runtime) pthread_cond_wait(&d->pass_done, &d->lock);
+}
+
+bool relo__pass_drop(relo_device *d, relo_slice *slice)
+{
+    if (slice->move == 0) return false;
+    d->open_pass->moves[slice->move - 1].fate = RELO_FATE_DROPPED;
+    return true;
+}
+
 bool relo__relocation_allowed(const relo_device *d)
 {
-    return d->recording == 0 && d->desc.relocation == RELO_RELOCATION_AUTO &&
+    return d->recording == 0 && d->open_pass == NULL && d->desc.relocation == RELO_RELOCATION_AUTO &&
            d->desc.layout == RELO_LAYOUT_ADAPTIVE;
 }
 
 bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
 {
+    relo__pass_settle(d);
     if (!relo__relocation_allowed(d)) return false;
     uint32_t first = only ? only->index : 0, end = only ? only->index + 1 : d->stream_count;
     bool outdated = false;
@@ -305,7 +423,7 @@ bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
 
     relo_pass pass;
     relo__pass_begin(&pass, d, reason);
-    for (uint32_t i = first; i < end; i++) plan_arena(d->streams[i], &pass);
+    relo__relocation_plan(&pass, only);
     bool moved = relo__pass_finish(&pass);
     for (uint32_t i = first; i < end; i++) {
         relo_arena *a = &d->streams[i]->arena;

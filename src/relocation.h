@@ -17,20 +17,54 @@
 #include "stream.h"
 #include "testing.h"
 
-/** One move of a pass: an allocation's slot, its source and its target. */
+/** What became of one move while its pass was open. */
+typedef enum relo_move_fate {
+    RELO_FATE_PLANNED = 0,  /* commits if the copies landed */
+    RELO_FATE_SKIPPED,      /* vetoed (the runtime, or a resolve, pin or write of the
+                               source while the pass was open): the source stays */
+    RELO_FATE_DROPPED,      /* the allocation was released while the pass was open:
+                               both sides are freed when it closes */
+    RELO_FATE_COUNT
+} relo_move_fate;
+
+const char *relo__move_fate_name(relo_move_fate fate);
+
+/** One move of a pass: an allocation's slot, its source and its target.
+ *  src, dst and slot never change while the pass is open; fate may (device
+ *  lock). */
 typedef struct relo_move {
     relo_slice *src;
     relo_slice *dst;
     uint32_t slot;
+    uint8_t fate;           /* relo_move_fate */
 } relo_move;
+
+/** How the copies of a pass ended. */
+typedef enum relo_copy_outcome {
+    RELO_COPY_LANDED = 0,   /* every copy done: commit */
+    RELO_COPY_ABANDONED,    /* nothing was (or may still be) written: free targets */
+    RELO_COPY_UNKNOWN,      /* the final wait failed: leak both sides */
+    RELO_COPY_OUTCOME_COUNT
+} relo_copy_outcome;
+
+/** A stream's finish, taken when a pass opens (streams may come and go
+ *  while it is open). */
+typedef struct relo_finish {
+    relo_finish_fn fn;
+    void *user;
+} relo_finish;
 
 /**
  * One relocation or compaction pass: the plan (targets reserved as TARGET
- * slices), its budget, and what it moved. Plan pages with
- * relo__pass_plan_page, then relo__pass_finish copies and commits (or
- * abandons, or leaks) and frees the plan.
+ * slices, sources fenced by compaction), its bounds, and what it moved.
+ * Plan pages with relo__pass_plan_page; then either relo__pass_finish
+ * (relo copies, with the device lock dropped for the device wait and the
+ * copies, and commits), or relo__pass_open and later relo__pass_close (a
+ * pass the runtime drives). While a pass is open its sources carry their
+ * move index, so a release, resolve, pin or write of one reaches the move.
+ * At most one pass is open per device.
  */
-typedef struct relo_pass {
+struct relo_pass {
     struct relo_device *device;
     relo_reason reason;
     uint64_t id;            /* counts streams once per pass in their stats */
@@ -40,7 +74,16 @@ typedef struct relo_pass {
     uint64_t started_ns;
     uint64_t max_bytes;     /* 0 = no bound */
     uint64_t max_ns;        /* 0 = no bound */
-} relo_pass;
+    uint32_t max_moves;     /* 0 = no bound */
+    relo_page **fences;     /* compaction sources, unfenced when the pass closes */
+    uint32_t fence_count, fence_cap;
+    relo_finish *finishes;  /* the streams' finishes, taken at open */
+    uint32_t finish_count;
+    bool all_finish;        /* every stream had one: no backend device wait */
+    bool runtime;           /* driven by the runtime (relo_pass_begin) */
+    bool copied;            /* relo_pass_copy ran */
+    uint8_t copy_outcome;   /* its relo_copy_outcome */
+};
 
 void relo__pass_begin(relo_pass *pass, relo_device *device, relo_reason reason);
 
@@ -53,9 +96,60 @@ bool relo__pass_full(const relo_pass *pass, uint64_t next_bytes);
  *  new pages. */
 bool relo__pass_plan_page(relo_pass *pass, relo_pool *target, relo_page *page, relo_new_page new_page);
 
-/** Copies, then commits from landed copies, or abandons (sources kept) or
- *  leaks (outcome unknown). Frees the plan. Returns true when it moved. */
+/** Plans the outdated pages of one stream's arena (only non-NULL) or of
+ *  every stream's, fewest live bytes first, within the pass's bounds. */
+void relo__relocation_plan(relo_pass *pass, struct relo_stream *only);
+
+/** Fences page (a compaction source) until the pass closes. False: host
+ *  memory ran out (the page is not fenced). */
+bool relo__pass_fence(relo_pass *pass, relo_page *page);
+
+/** Drops the last fence taken (its page was not planned after all). */
+void relo__pass_unfence_last(relo_pass *pass);
+
+/**
+ * Copies, then commits from landed copies, or abandons (sources kept) or
+ * leaks (outcome unknown). The device lock is dropped while relo waits for
+ * the device and copies, and held again for the commit; other threads may
+ * call relo meanwhile (the pass is open). Frees the plan. Returns true when
+ * something moved.
+ */
 bool relo__pass_finish(relo_pass *pass);
+
+/** Opens a planned pass: marks its sources and makes it the device's open
+ *  pass. Returns RELO_ERR_HOST_MEMORY (nothing changes) when the streams'
+ *  finishes cannot be noted. */
+relo_status relo__pass_open(relo_pass *pass);
+
+/**
+ * Waits for the device (the streams' finishes, else the backend), enqueues
+ * every move's copy and waits for the copies. Reads only what an open pass
+ * never changes, so it runs without the device lock.
+ */
+relo_copy_outcome relo__pass_copy(relo_pass *pass);
+
+/**
+ * Closes an open pass (device lock held) with the outcome of its copies:
+ * LANDED commits every move still PLANNED and frees the targets of skipped
+ * ones; ABANDONED frees every target; UNKNOWN leaks both sides of every
+ * move. Dropped allocations are freed in every case. Fences come off, the
+ * sources lose their marks, threads waiting for the pass wake. Frees the
+ * plan (not the pass). Returns true when something moved.
+ */
+bool relo__pass_close(relo_pass *pass, relo_copy_outcome outcome);
+
+/** Waits (dropping the device lock) while a pass relo itself drives is open
+ *  on another thread. A pass the runtime drives may stay open. */
+void relo__pass_settle(relo_device *device);
+
+/** A resolve, pin or write is about to use slice's bytes where they are: a
+ *  move of it in the open pass is skipped. */
+static inline void relo__pass_veto(relo_device *device, relo_slice *slice);
+
+/** The allocation on slice is released while its move is open: the move is
+ *  dropped and the slice stays until the pass closes. False when slice is
+ *  no source of the open pass (free it now). */
+bool relo__pass_drop(relo_device *device, relo_slice *slice);
 
 /** Requested bytes on a page whose every occupied slice is a movable LIVE
  *  allocation and that no graph guards; 0 otherwise. */
@@ -70,7 +164,8 @@ typedef struct relo_candidate {
 /** qsort order of candidates: fewest live bytes first, then lower page. */
 int relo__candidate_order(const void *a, const void *b);
 
-/** No stream records, relocation is on, the layout is ADAPTIVE. */
+/** No stream records, no pass is open, relocation is on, the layout is
+ *  ADAPTIVE. */
 bool relo__relocation_allowed(const relo_device *device);
 
 /**
@@ -87,5 +182,12 @@ void relo__relocate_when_wanted(struct relo_stream *stream);
  * trigger on arenas where nothing moved. Returns true when something moved.
  */
 bool relo__relocate(relo_device *device, struct relo_stream *stream, relo_reason reason);
+
+static inline void relo__pass_veto(relo_device *device, relo_slice *slice)
+{
+    if (slice->move == 0) return;
+    relo_move *mv = &device->open_pass->moves[slice->move - 1];
+    if (mv->fate == RELO_FATE_PLANNED) mv->fate = RELO_FATE_SKIPPED;
+}
 
 #endif /* RELO_RELOCATION_H */

@@ -172,9 +172,9 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
          * policy packs whatever it can first), then once more. */
         if (d->desc.policy == RELO_POLICY_DENSE) {
             relo__device_cleanup_periodic(d);
-            relo__compact_and_release(d, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE);
+            relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE);
         }
-        relo__device_cleanup_explicit(d);
+        relo__device_cleanup_explicit(d, s);
         st = route(s, size, slot, &slice);
     } else if (st == RELO_ERR_PAGE_SIZES_EXHAUSTED) {
         relo__relocate(d, s, RELO_REASON_ARENA_FULL);

@@ -40,6 +40,8 @@ struct relo_stream {
     uint32_t bucket_count;
 
     relo_capture capture;
+    relo_finish_fn finish;           /* the runtime's wait for this stream's work; NULL = none */
+    void *finish_user;
     relo_counters counters;
     uint64_t relocation_pass;        /* last pass that counted this stream */
     uint64_t bytes_reserved;         /* pages held by this stream */

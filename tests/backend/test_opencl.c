@@ -878,14 +878,15 @@ CHECK_TEST(two_queues_two_streams)
     expect_eq(stats_of(d).outdated_pages, 2);
 
     /* Kernels run on both queues, not finished by the test: the relocation
-     * must finish both queues (wait_device) before it copies a byte. */
+     * must finish both queues (wait_device) before it copies a byte, even
+     * the device-wide one that moves both streams' allocations. */
     cl_kernel k2 = clCreateKernel(prog, "add1", NULL);
     require_true(k2 != NULL);
     require_eq(launch_add1(k, e.queues[0], bind(sa, ha)), CL_SUCCESS);
     require_eq(launch_add1(k2, e.queues[1], bind(sb, hb)), CL_SUCCESS);
     clFlush(e.queues[0]);
     clFlush(e.queues[1]);
-    require_ok(relo_reclaim(sa));
+    require_ok(relo_reclaim_device(d));
     relo_stats st = stats_of(d);
     expect_eq(st.allocations_moved, 2);
     expect_eq(st.outdated_pages, 0);

@@ -268,7 +268,7 @@ static void run(uint64_t seed, int ops, bool sim, relo_policy policy)
            reserves.op ? (double)reserves.ns / reserves.op / 1000.0 : 0.0);
 
     while (m.n) shadow_release(&m, f.dev, m.n - 1);
-    expect_ok(relo_reclaim(f.s));
+    expect_ok(relo_reclaim_device(f.dev));
     relo_stats st = fx_dev_stats(f.dev);
     expect_eq(st.allocations, 0);
     expect_eq(st.pages, 0);

@@ -99,7 +99,8 @@ CHECK_TEST(b45_stats_add_up)
     fx_close(&f);
 }
 
-/* 46. After releasing everything and relo_reclaim the device holds 0 bytes
+/* 46. After releasing everything and relo_reclaim (on each stream: a
+ *     reclaim cleans its own stream's memory only) the device holds 0 bytes
  *     and 0 pages, in every pool kind. */
 CHECK_TEST(b46_reclaim_empties_device)
 {
@@ -112,6 +113,11 @@ CHECK_TEST(b46_reclaim_empties_device)
     release_mixed(f.dev, &a);
     release_mixed(f.dev, &b);
     expect_ok(relo_reclaim(f.s));
+    expect_eq(fx_stats(f.s).pages, 0);
+    /* Not this reclaim's stream: only s2's pages already queued to go back
+     * (as at any reservation) went; its current pages stay. */
+    expect_gt(fx_stats(f.s2).pages, 0);
+    expect_ok(relo_reclaim(f.s2));
     relo_stats sd = fx_dev_stats(f.dev);
     expect_eq(sd.allocations, 0);
     expect_eq(sd.bytes_in_use, 0);
@@ -124,6 +130,24 @@ CHECK_TEST(b46_reclaim_empties_device)
     expect_eq(c.bytes_held, 0);
     expect_eq(c.allocs, c.frees);
     expect_eq(sd.backend_allocs, sd.backend_frees);
+    fx_close(&f);
+}
+
+/* relo_reclaim_device cleans every stream at once. */
+CHECK_TEST(reclaim_device_empties_every_stream)
+{
+    fx f;
+    require_ok(fx_open2(&f, NULL, NULL));
+    mixed a = {0}, b = {0};
+    reserve_mixed(&a, f.s, 1);
+    reserve_mixed(&b, f.s2, 3);
+    release_mixed(f.dev, &a);
+    release_mixed(f.dev, &b);
+    expect_gt(fx_stats(f.s2).pages, 0);
+    expect_ok(relo_reclaim_device(f.dev));
+    expect_eq(fx_dev_stats(f.dev).pages, 0);
+    expect_eq(fx_dev_stats(f.dev).bytes_reserved, 0);
+    expect_status(relo_reclaim_device(NULL), RELO_ERR_INVALID_ARGUMENT);
     fx_close(&f);
 }
 

@@ -237,7 +237,7 @@ static void run_threads(uint64_t capacity, relo_layout layout)
     printf("%llu operations, %llu reclaims, %llu bytes checked, %llu allocations moved\n",
            (unsigned long long)ops, (unsigned long long)reclaims, (unsigned long long)checked,
            (unsigned long long)st.allocations_moved);
-    expect_ok(relo_reclaim(s[0]));
+    expect_ok(relo_reclaim_device(dev));
     expect_ok(relo_device_stats(dev, &st));
     expect_eq(st.pages, 0);
     expect_ok(relo_stream_destroy(s[0]));
