@@ -71,6 +71,10 @@ typedef struct mock_ctx {
     uint64_t buffers_live;
     uint64_t bytes_held;
     bool destroyed;
+    /* Called first thing in wait_device, on the thread that relocates
+     * (tests of what other threads may do meanwhile). */
+    void (*wait_device_hook)(void *user);
+    void *wait_device_user;
 } mock_ctx;
 
 static inline void mock_log_(mock_ctx *m, mock_op op, uint64_t size, relo_status r)
@@ -163,6 +167,7 @@ static relo_status mock_wait_device_(void *ctx)
 {
     mock_ctx *m = ctx;
     relo_status r = RELO_OK;
+    if (m->wait_device_hook) m->wait_device_hook(m->wait_device_user);
     if (mock_refused_(m, MOCK_WAIT_DEVICE))
         r = m->refuse_with[MOCK_WAIT_DEVICE] ? m->refuse_with[MOCK_WAIT_DEVICE] : RELO_ERR_BACKEND;
     mock_log_(m, MOCK_WAIT_DEVICE, 0, r);
