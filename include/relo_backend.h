@@ -3,8 +3,19 @@
  *
  * A backend allocates and frees device buffers ("pages"), copies between
  * them, reads and writes them from the host, and waits for device work. The
- * core calls it only through relo_backend_ops, always with the device lock
- * held, so a backend needs no locking of its own for calls from one device.
+ * core calls it only through relo_backend_ops. Which calls may overlap:
+ *   - alloc, free, flush, stream_add and stream_remove come with the device
+ *     lock held: never two at once for one device.
+ *   - wait_device, copy and wait_copies come without the lock, from the
+ *     thread running a relocation pass (one pass at a time per device, so
+ *     never two of these at once), while other threads may call alloc,
+ *     free, flush, stream_add, stream_remove, read and write.
+ *   - read and write come without the lock, from any thread, possibly
+ *     several at once, each on a buffer no free or copy target overlaps
+ *     (relo keeps the page alive and out of relocation meanwhile).
+ * So state shared between those groups (a list of registered queues, an
+ * error code) needs a lock of the backend's own; buffers themselves need
+ * none.
  *
  * relo ships four backends: host (real bytes in host memory, with fault
  * injection, for tests), sim (bookkeeping only, for replays larger than RAM),

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "device.h"
+#include "relocation.h"
 #include "hostmem.h"
 
 const char *relo__pool_kind_name(relo_pool_kind kind)
@@ -374,7 +375,7 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
         if (p->pool != pool) FAIL("page names another pool");
         reserved += p->size;
         if (p->guards) guarded++;
-        uint64_t end = 0, occupied = 0, occupied_bytes = 0;
+        uint64_t end = 0, occupied = 0, occupied_bytes = 0, pins = 0;
         const relo_slice *prev = NULL;
         for (const relo_slice *sl = p->first; sl; prev = sl, sl = sl->next) {
             if (sl->page != p) FAIL("slice names another page");
@@ -397,9 +398,15 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
                 in_use += sl->size;
                 if (sl->size > sl->length) FAIL("slice shorter than its size");
                 padding += sl->length - sl->size;
+                const struct relo_pass *open = d->open_pass;
+                if (sl->move && (!open || sl->move > open->count || open->moves[sl->move - 1].src != sl))
+                    FAIL("slice marked as a source of no open pass");
+                /* A source released while its pass is open waits for the close. */
+                if (sl->move && open->moves[sl->move - 1].fate == RELO_FATE_DROPPED) continue;
                 if (sl->slot >= d->handles.count) FAIL("live slice names no slot");
                 const relo_slot *slot = &d->handles.slots[sl->slot];
                 if (slot->refcount == 0 || slot->slice != sl) FAIL("slot does not point back at its slice");
+                pins += slot->pins;
             }
         }
         if (pool->kind == RELO_POOL_SLICED || p->occupied == 0) {
@@ -409,7 +416,8 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
         }
         if (occupied != p->occupied || occupied_bytes != p->occupied_bytes)
             FAIL("page occupancy counters are wrong");
-        if (p->fenced) FAIL("a page is still fenced outside a compaction pass");
+        if (pins != p->pins) FAIL("page pin count differs from its allocations' pins");
+        if (p->fenced && !d->open_pass) FAIL("a page is still fenced outside a compaction pass");
         if (pool->outdated && pool->kind == RELO_POOL_SLICED && p->occupied == 0 && !p->guards &&
             !p->pending && d->recording == 0)
             FAIL("empty outdated page is not queued for release");

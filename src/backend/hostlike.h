@@ -5,8 +5,12 @@
  * refused, and the operations that do not touch bytes (flush, the two waits,
  * destroy). host.c and sim.c differ only in what a buffer is.
  *
- * Everything here is called with the device lock held (the core serialises
- * backend calls), so the context needs no lock of its own.
+ * alloc, free, flush, write and read come with the device lock held; the
+ * two waits and copy come from the one thread running a pass, without it.
+ * The two groups write disjoint fields (the alloc counters and bytes held;
+ * the copy and wait counters) and only read the faults, which only
+ * relo_backend_host_set_faults changes (with no pass running), so the
+ * context needs no lock of its own.
  */
 #ifndef RELO_BACKEND_HOSTLIKE_H
 #define RELO_BACKEND_HOSTLIKE_H
@@ -15,7 +19,7 @@
 
 #include "backend/backend.h"
 
-/* The context of a host or sim backend. Protected by the device lock. */
+/* The context of a host or sim backend (see above for who writes what). */
 typedef struct relo__hostlike {
     relo_host_desc faults;         /* refuse_* and fail_* in force; the rest unused */
     uint64_t capacity;             /* bytes lent before refusing; 0 = unlimited */

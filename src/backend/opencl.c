@@ -8,11 +8,14 @@
  *
  * The backend retains the context and the copy queue it is given, and each
  * registered queue while its stream lives, so the runtime may release its
- * own references in any order. Every call comes with the device lock held,
- * so the context needs no lock of its own.
+ * own references in any order. The core calls wait_device, copy and
+ * wait_copies without the device lock, while other threads may add or
+ * remove streams under it: the queue list and the last error have a lock of
+ * their own, and wait_device finishes a retained snapshot of the list.
  */
 #include "relo_opencl.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include "backend/backend.h"
@@ -22,6 +25,7 @@ typedef struct opencl_ctx {
     cl_context context;          /* retained */
     cl_device_id device;
     cl_command_queue copy_queue; /* retained */
+    pthread_mutex_t lock;        /* the four fields below */
     cl_command_queue *queues;    /* registered streams' queues, each retained */
     size_t queue_count;
     size_t queue_cap;
@@ -34,7 +38,9 @@ typedef struct opencl_ctx {
 static relo_status opencl_status(opencl_ctx *c, cl_int err, int allocating)
 {
     if (err == CL_SUCCESS) return RELO_OK;
+    pthread_mutex_lock(&c->lock);
     c->last_error = err;
+    pthread_mutex_unlock(&c->lock);
     switch (err) {
     case CL_OUT_OF_HOST_MEMORY:
         return RELO_ERR_HOST_MEMORY;
@@ -65,8 +71,7 @@ static void ocl_free(void *ctx, void *buffer, uint64_t size)
     (void)size;
     /* The contract lets free not fail: a refused release leaks the buffer
      * and leaves its code for relo_backend_opencl_last_error. */
-    cl_int err = clReleaseMemObject((cl_mem)buffer);
-    if (err != CL_SUCCESS) c->last_error = err;
+    (void)opencl_status(c, clReleaseMemObject((cl_mem)buffer), 0);
 }
 
 static relo_status ocl_write(void *ctx, void *buffer, uint64_t offset, const void *src,
@@ -95,13 +100,28 @@ static relo_status ocl_read(void *ctx, void *buffer, uint64_t offset, void *dst,
 static relo_status ocl_wait_device(void *ctx)
 {
     opencl_ctx *c = ctx;
+    /* A retained snapshot of the queues, so streams may come and go while
+     * this waits. */
+    pthread_mutex_lock(&c->lock);
+    size_t n = c->queue_count;
+    cl_command_queue *qs = n ? relo__malloc(n * sizeof *qs) : NULL;
+    if (qs) {
+        for (size_t i = 0; i < n; i++) {
+            qs[i] = c->queues[i];
+            (void)clRetainCommandQueue(qs[i]);
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (n && !qs) return RELO_ERR_HOST_MEMORY;
     /* Finish every queue even after one fails, so that no queue is left
      * running when relo abandons the relocation; report the first error. */
     relo_status first = RELO_OK;
-    for (size_t i = 0; i < c->queue_count; i++) {
-        relo_status s = opencl_status(c, clFinish(c->queues[i]), 0);
+    for (size_t i = 0; i < n; i++) {
+        relo_status s = opencl_status(c, clFinish(qs[i]), 0);
         if (first == RELO_OK) first = s;
+        (void)clReleaseCommandQueue(qs[i]);
     }
+    relo__free(qs);
     relo_status s = opencl_status(c, clFinish(c->copy_queue), 0);
     return first != RELO_OK ? first : s;
 }
@@ -138,17 +158,25 @@ static relo_status ocl_stream_add(void *ctx, void *backend_stream)
     if (err != CL_SUCCESS) return opencl_status(c, err, 0);
     if (qctx != c->context) return RELO_ERR_BACKEND;
 
+    pthread_mutex_lock(&c->lock);
+    relo_status st = RELO_OK;
     if (c->queue_count == c->queue_cap) {
         size_t cap = c->queue_cap ? 2 * c->queue_cap : 4;
         cl_command_queue *grown = relo__realloc(c->queues, cap * sizeof *grown);
-        if (!grown) return RELO_ERR_HOST_MEMORY;
-        c->queues = grown;
-        c->queue_cap = cap;
+        if (grown) {
+            c->queues = grown;
+            c->queue_cap = cap;
+        } else {
+            st = RELO_ERR_HOST_MEMORY;
+        }
     }
-    err = clRetainCommandQueue(q);
-    if (err != CL_SUCCESS) return opencl_status(c, err, 0);
-    c->queues[c->queue_count++] = q;
-    return RELO_OK;
+    if (st == RELO_OK) {
+        err = clRetainCommandQueue(q);
+        if (err == CL_SUCCESS) c->queues[c->queue_count++] = q;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (st != RELO_OK) return st;
+    return opencl_status(c, err, 0);
 }
 
 static void ocl_stream_remove(void *ctx, void *backend_stream)
@@ -157,13 +185,15 @@ static void ocl_stream_remove(void *ctx, void *backend_stream)
     if (!backend_stream) return;
     /* Two streams may share a queue: the list holds it twice and one entry
      * goes per removal. */
+    pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->queue_count; i++) {
         if (c->queues[i] != (cl_command_queue)backend_stream) continue;
         cl_int err = clReleaseCommandQueue(c->queues[i]);
         if (err != CL_SUCCESS) c->last_error = err;
         c->queues[i] = c->queues[--c->queue_count];
-        return;
+        break;
     }
+    pthread_mutex_unlock(&c->lock);
 }
 
 static void ocl_destroy(void *ctx)
@@ -173,6 +203,7 @@ static void ocl_destroy(void *ctx)
     relo__free(c->queues);
     (void)clReleaseCommandQueue(c->copy_queue);
     (void)clReleaseContext(c->context);
+    pthread_mutex_destroy(&c->lock);
     relo__free(c);
 }
 
@@ -257,15 +288,21 @@ relo_status relo_backend_opencl_create(cl_context context, cl_device_id device,
     c->device = device;
     c->copy_queue = copy_queue;
     c->last_error = CL_SUCCESS;
+    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+        relo__free(c);
+        return RELO_ERR_HOST_MEMORY;
+    }
 
     err = clRetainContext(context);
     if (err != CL_SUCCESS) {
+        pthread_mutex_destroy(&c->lock);
         relo__free(c);
         return create_status(err);
     }
     err = clRetainCommandQueue(copy_queue);
     if (err != CL_SUCCESS) {
         (void)clReleaseContext(context);
+        pthread_mutex_destroy(&c->lock);
         relo__free(c);
         return create_status(err);
     }
@@ -279,6 +316,9 @@ relo_status relo_backend_opencl_last_error(const relo_backend *backend, cl_int *
 {
     if (!backend || !out || backend->ops.destroy != ocl_destroy || !backend->ctx)
         return RELO_ERR_INVALID_ARGUMENT;
-    *out = ((const opencl_ctx *)backend->ctx)->last_error;
+    opencl_ctx *c = backend->ctx;
+    pthread_mutex_lock(&c->lock);
+    *out = c->last_error;
+    pthread_mutex_unlock(&c->lock);
     return RELO_OK;
 }
