@@ -1,4 +1,4 @@
-# bench_replay: time per event on the shared traces, relo (sim, host)
+# bench_replay: time per event on the traces given, relo (sim, host)
 # against glibc, jemalloc and mimalloc (loaded at run time when present).
 # Included from bench/CMakeLists.txt; needs the trace reader of tools/.
 #

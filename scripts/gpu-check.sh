@@ -2,7 +2,7 @@
 # gpu-check.sh — the checks that need a CUDA GPU, in one run (< 5 minutes on
 # an H200): build with the CUDA backend, run the CUDA backend tests (which
 # must pass, not skip), the CUDA graph example, then bench_cuda, which
-# replays the shared GPU traces against relo, cuMemAlloc and
+# replays the GPU traces of RELO_TRACES against relo, cuMemAlloc and
 # cuMemAllocAsync and measures relocation bandwidth against cuMemcpyDtoD.
 #
 # Usage: scripts/gpu-check.sh [build-dir]   (default build-gpu)
