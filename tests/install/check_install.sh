@@ -162,17 +162,16 @@ int main(void)
     return s == RELO_ERR_INVALID_ARGUMENT ? 0 : 1;
 }
 C
-    # Running needs the vendor runtime, which a machine with only the SDK's
-    # link stubs does not have: then the programs are built, not run.
-    run=1
-    if ! ldconfig -p 2>/dev/null | grep -q "${runtime}\.1 "; then
-        run=0
-    fi
-
     # shellcheck disable=SC2046
     "$cc" -o "$scratch/use_${b}_pc" "$scratch/use_$b.c" $(pkg-config --cflags --libs "relo-$b") \
         -Wl,-rpath,"$(pkg-config --variable=libdir relo)"
     needs "$scratch/use_${b}_pc" "librelo_$b.so"
+    # Running needs the vendor runtime, which a machine with only the SDK's
+    # link stubs lacks: there the programs are built, not run.
+    run=1
+    if ldd "$scratch/use_${b}_pc" | grep -q "not found"; then
+        run=0
+    fi
 
     mkdir -p "$scratch/consumer_$b"
     cat >"$scratch/consumer_$b/CMakeLists.txt" <<CMAKE
