@@ -1,24 +1,40 @@
 #!/bin/sh
 # fragmentation.sh RELO_REPLAY [TRACES_DIR]
 #
-# The fragmentation table of every trace in TRACES_DIR (default
-# ../shared/traces beside the project): peak reserved / peak live with no
+# The fragmentation table of every trace (*.trace.gz) in TRACES_DIR (default
+# examples/traces; any folder of traces recorded by
+# tools/torch_snapshot_to_trace.py will do): peak reserved / peak live with no
 # capacity limit ("unlim.") and the fit ratio (smallest capacity the trace
 # completes on / peak live, by relo-replay --fit, within 0.5 %), for relo's
 # default (adaptive layout, relocation on), with relocation off, and for
 # the EXCLUSIVE layout, and for the dense policy (--policy dense). Sim
 # backend; needs python3 to read the JSON.
+# Exits 2, saying why, when TRACES_DIR holds no trace or RELO_REPLAY is not
+# a program, and 77 without python3.
 set -eu
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+    echo "usage: fragmentation.sh RELO_REPLAY [TRACES_DIR]" >&2
+    exit 2
+fi
 replay=$1
 here=$(cd "$(dirname "$0")" && pwd)
-dir=${2:-$here/../../shared/traces}
+dir=${2:-$here/../examples/traces}
+if [ ! -x "$replay" ]; then
+    echo "fragmentation.sh: $replay is not a program (build it: cmake --build build --target relo-replay)" >&2
+    exit 2
+fi
+set -- "$dir"/*.trace.gz
+if [ ! -e "$1" ]; then
+    echo "fragmentation.sh: no traces (*.trace.gz) in $dir" >&2
+    exit 2
+fi
 command -v python3 >/dev/null 2>&1 || { echo "fragmentation.sh needs python3" >&2; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$replay" --quiet --json --fit "$dir"/*.trace.gz > "$tmp/default.json" || true
-"$replay" --quiet --json --fit --no-relocation "$dir"/*.trace.gz > "$tmp/norelo.json" || true
-"$replay" --quiet --json --fit --layout exclusive "$dir"/*.trace.gz > "$tmp/exclusive.json" || true
-"$replay" --quiet --json --fit --policy dense "$dir"/*.trace.gz > "$tmp/dense.json" || true
+"$replay" --quiet --json --fit "$@" > "$tmp/default.json" || true
+"$replay" --quiet --json --fit --no-relocation "$@" > "$tmp/norelo.json" || true
+"$replay" --quiet --json --fit --layout exclusive "$@" > "$tmp/exclusive.json" || true
+"$replay" --quiet --json --fit --policy dense "$@" > "$tmp/dense.json" || true
 python3 - "$tmp" <<'PY'
 import json, sys, os
 tmp = sys.argv[1]

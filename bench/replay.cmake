@@ -1,8 +1,8 @@
-# bench_replay: time per event on the shared traces, relo (sim, host)
+# bench_replay: time per event on the traces given, relo (sim, host)
 # against glibc, jemalloc and mimalloc (loaded at run time when present).
 # Included from bench/CMakeLists.txt; needs the trace reader of tools/.
 #
-#   build-bench/bench/bench_replay ../shared/traces/*.trace.gz
-#   bench/fragmentation.sh build-bench/tools/relo-replay ../shared/traces
+#   build-bench/bench/bench_replay examples/traces/*.trace.gz
+#   bench/fragmentation.sh build-bench/tools/relo-replay examples/traces
 include(${PROJECT_SOURCE_DIR}/tools/trace.cmake)
 relo_add_bench(bench_replay LIBS relo_trace ${CMAKE_DL_LIBS})

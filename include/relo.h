@@ -145,7 +145,7 @@ typedef enum relo_relocation {
 
 /** Placement policy. The seed design is the default. */
 typedef enum relo_policy {
-    RELO_POLICY_SEED = 0,      /**< design.md as written */
+    RELO_POLICY_SEED = 0,      /**< docs/design.md as written */
     RELO_POLICY_DENSE,         /**< also compacts current pages (see docs/policy.md) */
     RELO_POLICY_COUNT
 } relo_policy;
@@ -623,7 +623,7 @@ RELO_API relo_status relo_stats_print(const relo_stats *stats, FILE *f);
 RELO_API relo_status relo_device_report_json(relo_device *device, FILE *f);
 
 /**
- * Runs every invariant checker of design.md §9 over the device: slices never
+ * Runs every invariant checker of docs/design.md §9 over the device: slices never
  * overlap, stats add up, outdated pools serve nothing, guards hold.
  * Costs time linear in the slices held. Returns RELO_OK or RELO_ERR_CORRUPT
  * (the first broken invariant is logged).

@@ -2,23 +2,26 @@
 # gpu-check.sh — the checks that need a CUDA GPU, in one run (< 5 minutes on
 # an H200): build with the CUDA backend, run the CUDA backend tests (which
 # must pass, not skip), the CUDA graph example, then bench_cuda, which
-# replays the shared GPU traces against relo, cuMemAlloc and
+# replays the GPU traces of RELO_TRACES against relo, cuMemAlloc and
 # cuMemAllocAsync and measures relocation bandwidth against cuMemcpyDtoD.
 #
 # Usage: scripts/gpu-check.sh [build-dir]   (default build-gpu)
-# Environment: RELO_TRACES (default /work/shared/traces, else shared/traces),
-#              RUNS (benchmark repetitions, default 3), JOBS (default nproc).
+# Environment: RELO_TRACES, a folder of traces whose GPU ones (gpu_*.trace.gz)
+#              bench_cuda replays (default examples/traces; a folder given
+#              that holds none is an error), RUNS (benchmark repetitions,
+#              default 3), JOBS (default nproc).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-gpu}
 runs=${RUNS:-3}
 jobs=${JOBS:-$(nproc)}
-traces=${RELO_TRACES:-}
-if [[ -z "$traces" ]]; then
-  for d in /work/shared/traces "$root/shared/traces" "$root/../shared/traces"; do
-    if [[ -d "$d" ]]; then traces=$d; break; fi
-  done
+traces=${RELO_TRACES:-$root/examples/traces}
+shopt -s nullglob
+files=("$traces"/gpu_*.trace.gz)
+if (( ${#files[@]} == 0 )); then
+  echo "gpu-check.sh: no GPU traces (gpu_*.trace.gz) in $traces" >&2
+  exit 2
 fi
 
 step() { printf '\n=== %s (%ds)\n' "$1" "$SECONDS"; }
@@ -43,10 +46,6 @@ step "example: CUDA graph over relo memory"
 timeout 60 "$build/examples/relo-example-cuda-graph"
 
 step "bench_cuda: trace replay and relocation bandwidth ($runs runs)"
-shopt -s nullglob
-files=()
-if [[ -n "$traces" ]]; then files=("$traces"/gpu_*.trace.gz); fi
-if (( ${#files[@]} == 0 )); then echo "(no GPU traces found; bandwidth only)"; fi
 timeout 200 "$build/bench/bench_cuda" --runs "$runs" "${files[@]}"
 
 step "done"

@@ -1,6 +1,6 @@
 /*
  * compaction.h — packing live allocations of the dense policy's pools
- * (design.md §10, docs/policy.md): the pages with the fewest live bytes are
+ * (docs/design.md §10, docs/policy.md): the pages with the fewest live bytes are
  * emptied into the free room of denser pages of the same pool, each page
  * all-or-nothing, through the relocation pass machinery (same copy,
  * abandon, leak and commit path; nothing moves while a stream records;

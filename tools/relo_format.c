@@ -1,5 +1,5 @@
 /*
- * relo_format.c — the parser of relo trace format 1 (shared/traces/FORMAT.md).
+ * relo_format.c — the parser of relo trace format 1 (docs/trace-format.md).
  *
  * Ids are checked as they come: each maps to the event that allocated it
  * and whether it is still live, so a duplicate id or a free of a dead one is
@@ -83,7 +83,7 @@ static bool parse_comment(relo_parser *p, const char *line, size_t n)
         memcpy(t->workload, v, w);
         t->workload[w] = '\0';
     }
-    return true; /* unknown keys are ignored, as FORMAT.md asks */
+    return true; /* unknown keys are ignored, as the format asks */
 }
 
 /* Reads an id field: a positive decimal number. */

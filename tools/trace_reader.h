@@ -1,6 +1,6 @@
 /*
  * trace_reader.h — reads an allocation trace into memory: the relo trace
- * format (FORMAT.md, plain or gzip) or a RAPIDS RMM memory-event CSV log.
+ * format (docs/trace-format.md, plain or gzip) or a RAPIDS RMM memory-event CSV log.
  *
  * Every reader validates as it goes and stops at the first bad line with
  * the file name, the line number and a sentence; it never crashes, hangs
@@ -18,7 +18,7 @@
 
 typedef enum trace_format {
     TRACE_FORMAT_AUTO = 0,  /**< RMM when the first line is its CSV header, else relo */
-    TRACE_FORMAT_RELO,      /**< FORMAT.md, version 1 */
+    TRACE_FORMAT_RELO,      /**< docs/trace-format.md, version 1 */
     TRACE_FORMAT_RMM,       /**< Thread,Time,Action,Pointer,Size,Stream */
     TRACE_FORMAT_COUNT
 } trace_format;

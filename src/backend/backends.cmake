@@ -1,8 +1,15 @@
-# Backends: each appends its sources (and, for optional ones, libraries,
-# include directories and public headers) to the RELO_BACKEND_* lists.
-# Included from the top-level CMakeLists.txt, so paths are relative to the
-# project root. Optional backends set RELO_HAVE_<NAME> (ON/OFF) for tests,
-# examples and benchmarks.
+# Backends. The host and simulated ones need nothing but libc, so they are
+# part of librelo: they append their sources to RELO_BACKEND_SOURCES. Each
+# device backend needs its vendor's runtime, so it is a library of its own
+# (librelo_<name>, see relo_add_backend_library in CMakeLists.txt) and a
+# component of the installed package with its own relo-<name>.pc: a program
+# that uses only the core needs no GPU toolkit to build, link or run.
+#
+# A device backend that is found sets RELO_HAVE_<NAME> (ON/OFF, for tests,
+# examples and benchmarks), RELO_<NAME>_SOURCES, and appends its public
+# header to RELO_BACKEND_PUBLIC_HEADERS and its component name to
+# RELO_BACKEND_COMPONENTS. Included from the top-level CMakeLists.txt, so
+# paths are relative to the project root.
 list(APPEND RELO_BACKEND_SOURCES src/backend/hostlike.c src/backend/host.c src/backend/sim.c)
 
 # relo_backend_mode(<var> <out>) — normalises an AUTO/ON/OFF cache value.
@@ -28,9 +35,9 @@ if(NOT _relo_opencl_mode STREQUAL "OFF")
   endif()
   if(OpenCL_FOUND)
     set(RELO_HAVE_OPENCL ON)
-    list(APPEND RELO_BACKEND_SOURCES src/backend/opencl.c)
-    list(APPEND RELO_BACKEND_LIBS OpenCL::OpenCL)
+    set(RELO_OPENCL_SOURCES src/backend/opencl.c)
     list(APPEND RELO_BACKEND_PUBLIC_HEADERS include/relo_opencl.h)
+    list(APPEND RELO_BACKEND_COMPONENTS opencl)
     message(STATUS "relo: OpenCL backend on (${OpenCL_LIBRARIES})")
   else()
     message(STATUS "relo: OpenCL backend off (OpenCL not found)")
@@ -48,11 +55,10 @@ if(NOT _relo_cuda_mode STREQUAL "OFF" AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/cuda.
     find_package(CUDAToolkit QUIET)
   endif()
   if(CUDAToolkit_FOUND AND TARGET CUDA::cuda_driver)
-    # Its own library (relo_cuda), so librelo never needs libcuda.so.1 and
-    # loads on machines with the toolkit but no driver.
     set(RELO_HAVE_CUDA ON)
     set(RELO_CUDA_SOURCES src/backend/cuda.c)
     list(APPEND RELO_BACKEND_PUBLIC_HEADERS include/relo_cuda.h)
+    list(APPEND RELO_BACKEND_COMPONENTS cuda)
     message(STATUS "relo: CUDA backend on (toolkit ${CUDAToolkit_VERSION})")
   else()
     message(STATUS "relo: CUDA backend off (CUDA toolkit not found)")
