@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "check.h"
 #include "cuda_standin.h"
+#include "hostmem.h"
 #include "relo.h"
 #include "relo_cuda.h"
 
@@ -110,10 +111,33 @@ CHECK_TEST(create_refuses_a_device_smaller_than_one_alignment)
     relo_backend *b = NULL;
     expect_status(relo_backend_cuda_create(e.ctx, 0, NULL, &b), RELO_ERR_BACKEND);
     expect_true(b == NULL);
+    /* A device that says it has nothing: the fallback says so too. */
+    cuda_standin_set_memory(0);
+    expect_status(relo_backend_cuda_create(e.ctx, 0, NULL, &b), RELO_ERR_BACKEND);
+    expect_true(b == NULL);
     cuda_standin_set_memory(256);
     require_ok(relo_backend_cuda_create(e.ctx, 0, NULL, &b));
     expect_eq(b->props.max_page_size, 256);
     relo_backend_destroy(b);
+    env_close(&e);
+}
+
+CHECK_TEST(create_without_host_memory_leaves_nothing)
+{
+    env e;
+    env_open(&e);
+    size_t streams = cuda_standin_streams();
+    /* The first host allocation is the backend's own record, the second
+     * relo's backend wrapper, made after the copy stream. */
+    for (uint64_t n = 1; n <= 2; n++) {
+        relo_backend *b = NULL;
+        relo__hostmem_fail_at(n, 0);
+        expect_status(relo_backend_cuda_create(e.ctx, 0, NULL, &b), RELO_ERR_HOST_MEMORY);
+        relo__hostmem_fail_at(0, 0);
+        expect_true(b == NULL);
+        expect_eq(cuda_standin_streams(), streams);
+        expect_true(current_is(e.ctx));
+    }
     env_close(&e);
 }
 
@@ -124,6 +148,7 @@ CHECK_TEST(alloc_and_free_report_and_leave_nothing)
     relo_backend *b = NULL;
     require_ok(relo_backend_cuda_create(e.ctx, 0, e.stream, &b));
     expect_eq(last_error(b), CUDA_SUCCESS);
+    expect_status(relo_backend_cuda_last_error(b, NULL), RELO_ERR_INVALID_ARGUMENT);
     size_t before = free_bytes();
     void *x = NULL;
     uint64_t a = 0;
