@@ -12,6 +12,7 @@
  * tests/cuda_standin, which runs queued work only when something waits for
  * it, so a wait the backend forgets shows as wrong bytes every time.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -250,6 +251,77 @@ CHECK_TEST(two_streams_are_both_waited_for)
     require_ok(relo_stream_destroy(sb));
     require_ok(relo_stream_destroy(sa));
     require_ok(relo_device_destroy(d));
+    env_close(&e);
+}
+
+/* Several threads call the backend's ops at once, as relo may when it
+ * copies and waits outside its device lock: each allocates, writes, copies
+ * on the shared copy stream, waits and reads back its own bytes. The
+ * backend keeps no state but an atomic error code, and the driver is
+ * thread-safe; under ThreadSanitizer this must show no race. */
+typedef struct ops_worker {
+    relo_backend *backend;
+    unsigned char value;
+    int wrong;  /* round trips that failed or read wrong bytes */
+} ops_worker;
+
+static void *ops_work(void *arg)
+{
+    ops_worker *w = arg;
+    relo_backend *b = w->backend;
+    enum { SIZE = 64 * 1024 };
+    static _Thread_local unsigned char data[SIZE], back[SIZE];
+    for (int round = 0; round < 16; round++) {
+        void *x = NULL, *y = NULL;
+        uint64_t ax = 0, ay = 0;
+        if (b->ops.alloc(b->ctx, SIZE, &x, &ax) != RELO_OK) {
+            w->wrong++;
+            continue;
+        }
+        if (b->ops.alloc(b->ctx, SIZE, &y, &ay) != RELO_OK) {
+            b->ops.free(b->ctx, x, SIZE);
+            w->wrong++;
+            continue;
+        }
+        memset(data, w->value + round, SIZE);
+        bool ok = b->ops.write(b->ctx, x, 0, data, SIZE) == RELO_OK &&
+                  b->ops.copy(b->ctx, x, 0, y, 0, SIZE) == RELO_OK &&
+                  b->ops.wait_copies(b->ctx) == RELO_OK &&
+                  b->ops.read(b->ctx, y, 0, back, SIZE) == RELO_OK &&
+                  memcmp(data, back, SIZE) == 0 && b->ops.wait_device(b->ctx) == RELO_OK;
+        if (!ok) w->wrong++;
+        b->ops.free(b->ctx, x, SIZE);
+        b->ops.free(b->ctx, y, SIZE);
+        /* A refusal in every round: threads record errors at once too. */
+        void *z = NULL;
+        uint64_t az = 0;
+        if (b->ops.alloc(b->ctx, b->props.max_page_size, &z, &az) != RELO_ERR_OUT_OF_MEMORY)
+            w->wrong++;
+    }
+    return NULL;
+}
+
+CHECK_TEST(ops_from_several_threads_at_once)
+{
+    cu_env e;
+    env_open(&e);
+    relo_backend *b = NULL;
+    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
+    enum { THREADS = 4 };
+    pthread_t threads[THREADS];
+    ops_worker workers[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        workers[i] = (ops_worker){b, (unsigned char)(16 * (i + 1)), 0};
+        require_eq(pthread_create(&threads[i], NULL, ops_work, &workers[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(threads[i], NULL);
+        expect_eq(workers[i].wrong, 0);
+    }
+    CUresult code = CUDA_SUCCESS;
+    require_ok(relo_backend_cuda_last_error(b, &code));
+    expect_eq(code, CUDA_ERROR_OUT_OF_MEMORY);
+    relo_backend_destroy(b);
     env_close(&e);
 }
 
