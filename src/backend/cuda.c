@@ -1,17 +1,21 @@
 /*
  * backend/cuda.c — the CUDA backend, driver API only: a page is a
  * cuMemAlloc range; relocation copies are cuMemcpyDtoDAsync on one copy
- * stream; waiting for the device synchronises every registered stream and
- * then the copy stream. Each op makes the backend's context current for its
- * duration (push/pop), so it works from any runtime thread. Every CUresult
- * becomes a relo status here (cuda_status) and is remembered for
- * relo_backend_cuda_last_error.
+ * stream; waiting for the device is cuCtxSynchronize, which finishes the
+ * work of every stream of the context: the legacy default stream, streams
+ * relo was never told of, and the copy stream. Each op makes the backend's
+ * context current for its duration (push/pop), so it works from any runtime
+ * thread. Every CUresult becomes a relo status here (cuda_status) and is
+ * remembered for relo_backend_cuda_last_error.
  *
  * A buffer's identity is its base CUdeviceptr cast to a pointer: device
- * pointers are never 0, and no host record per page is needed. Every call
- * comes with the device lock held, so the context needs no lock of its own.
+ * pointers are never 0, and no host record per page is needed. The only
+ * field that changes after creation is last_error, and it is atomic, so
+ * ops may run on several threads at once (the driver is thread-safe).
  */
 #include "relo_cuda.h"
+
+#include <stdatomic.h>
 
 #include "backend/backend.h"
 #include "hostmem.h"
@@ -20,19 +24,21 @@
 #define CUDA_ALIGNMENT 256u
 
 typedef struct cuda_ctx {
-    CUcontext context;     /* the caller's; not owned */
-    CUstream copy_stream;  /* relocation copies, write/read ordering */
+    CUcontext context;     /* the caller's; not owned; set at creation */
+    CUstream copy_stream;  /* relocation copies; set at creation */
     int own_copy_stream;   /* the backend created it and destroys it */
-    CUstream *streams;     /* registered streams (NULL = legacy default) */
-    size_t stream_count;
-    size_t stream_cap;
-    CUresult last_error;   /* of the last failed driver call */
+    _Atomic int last_error; /* CUresult of the last failed driver call; atomic */
 } cuda_ctx;
+
+static void remember(cuda_ctx *c, CUresult r)
+{
+    atomic_store_explicit(&c->last_error, (int)r, memory_order_relaxed);
+}
 
 static relo_status cuda_status(cuda_ctx *c, CUresult r)
 {
     if (r == CUDA_SUCCESS) return RELO_OK;
-    c->last_error = r;
+    remember(c, r);
     return r == CUDA_ERROR_OUT_OF_MEMORY ? RELO_ERR_OUT_OF_MEMORY : RELO_ERR_BACKEND;
 }
 
@@ -46,7 +52,7 @@ static relo_status pop(cuda_ctx *c, relo_status s)
 {
     CUcontext popped = NULL;
     CUresult r = cuCtxPopCurrent(&popped);
-    if (r != CUDA_SUCCESS) c->last_error = r;
+    if (r != CUDA_SUCCESS) remember(c, r);
     return s != RELO_OK ? s : (r == CUDA_SUCCESS ? RELO_OK : RELO_ERR_BACKEND);
 }
 
@@ -92,9 +98,14 @@ static relo_status cu_write(void *ctx, void *buffer, uint64_t offset, const void
     if (n > SIZE_MAX) return RELO_ERR_BACKEND;
     relo_status s = push(c);
     if (s != RELO_OK) return s;
-    /* No wait on the copy stream: relo waits for every relocation copy
-     * before it points a handle at the copied bytes. */
+    /* From pageable memory cuMemcpyHtoD may return once the bytes are
+     * staged, before they land; the legacy stream's synchronize waits for
+     * them, so the write is done when it returns, as the contract says, for
+     * every stream and for relocation copies. No wait on the copy stream:
+     * relo waits for every relocation copy before it points a handle at the
+     * copied bytes. */
     s = cuda_status(c, cuMemcpyHtoD(ptr_of(buffer, offset), src, (size_t)n));
+    if (s == RELO_OK) s = cuda_status(c, cuStreamSynchronize(CU_STREAM_LEGACY));
     return pop(c, s);
 }
 
@@ -114,16 +125,13 @@ static relo_status cu_wait_device(void *ctx)
     cuda_ctx *c = ctx;
     relo_status s = push(c);
     if (s != RELO_OK) return s;
-    /* Synchronise every stream even after one fails, so nothing is left
-     * running when relo abandons the relocation; report the first error. */
-    relo_status first = RELO_OK;
-    for (size_t i = 0; i < c->stream_count; i++) {
-        relo_status si = cuda_status(c, cuStreamSynchronize(c->streams[i]));
-        if (first == RELO_OK) first = si;
-    }
-    relo_status sc = cuda_status(c, cuStreamSynchronize(c->copy_stream));
-    if (first == RELO_OK) first = sc;
-    return pop(c, first);
+    /* The whole context, not the streams relo was told of: work on the
+     * legacy default stream, on a stream created without relo, or on a
+     * per-thread default stream may touch relo's memory too, and the copy
+     * stream is non-blocking, so nothing else would order that work before
+     * the copies. One call, however many streams there are; the price is
+     * also waiting for work that touches only memory of the runtime's own. */
+    return pop(c, cuda_status(c, cuCtxSynchronize()));
 }
 
 static relo_status cu_copy(void *ctx, void *src, uint64_t src_offset, void *dst,
@@ -151,35 +159,18 @@ static relo_status cu_stream_add(void *ctx, void *backend_stream)
 {
     cuda_ctx *c = ctx;
     CUstream st = (CUstream)backend_stream;
-    /* A stream of another context would fail every synchronisation later;
-     * refuse it now. The legacy default stream (NULL) belongs to whatever
-     * context is current, which the push makes ours. */
-    if (st) {
-        CUcontext sctx = NULL;
-        CUresult r = cuStreamGetCtx(st, &sctx);
-        if (r != CUDA_SUCCESS) return cuda_status(c, r);
-        if (sctx != c->context) return RELO_ERR_BACKEND;
-    }
-    if (c->stream_count == c->stream_cap) {
-        size_t cap = c->stream_cap ? 2 * c->stream_cap : 4;
-        CUstream *grown = relo__realloc(c->streams, cap * sizeof *grown);
-        if (!grown) return RELO_ERR_HOST_MEMORY;
-        c->streams = grown;
-        c->stream_cap = cap;
-    }
-    c->streams[c->stream_count++] = st;
-    return RELO_OK;
-}
-
-static void cu_stream_remove(void *ctx, void *backend_stream)
-{
-    cuda_ctx *c = ctx;
-    /* Two relo streams may share a CUstream: one entry goes per removal. */
-    for (size_t i = 0; i < c->stream_count; i++) {
-        if (c->streams[i] != (CUstream)backend_stream) continue;
-        c->streams[i] = c->streams[--c->stream_count];
-        return;
-    }
+    /* Nothing to record: wait_device finishes every stream of the context.
+     * A stream of another context, though, is work relo could never wait
+     * for; refuse it now. NULL (the legacy default stream), CU_STREAM_LEGACY
+     * and CU_STREAM_PER_THREAD belong to whatever context is current, which
+     * the push makes ours. */
+    if (!st) return RELO_OK;
+    relo_status s = push(c);
+    if (s != RELO_OK) return s;
+    CUcontext sctx = NULL;
+    s = cuda_status(c, cuStreamGetCtx(st, &sctx));
+    if (s == RELO_OK && sctx != c->context) s = RELO_ERR_BACKEND;
+    return pop(c, s);
 }
 
 static void cu_destroy(void *ctx)
@@ -189,7 +180,6 @@ static void cu_destroy(void *ctx)
         (void)cuStreamDestroy(c->copy_stream);
         (void)pop(c, RELO_OK);
     }
-    relo__free(c->streams);
     relo__free(c);
 }
 
@@ -204,7 +194,8 @@ static const relo_backend_ops cuda_ops = {
     .copy = cu_copy,
     .wait_copies = cu_wait_copies,
     .stream_add = cu_stream_add,
-    .stream_remove = cu_stream_remove,
+    /* Nothing is recorded per stream, so nothing to forget. */
+    .stream_remove = NULL,
     .destroy = cu_destroy,
 };
 
@@ -232,7 +223,7 @@ relo_status relo_backend_cuda_create(CUcontext context, CUdevice device, CUstrea
     if (!c) return RELO_ERR_HOST_MEMORY;
     c->context = context;
     c->copy_stream = copy_stream;
-    c->last_error = CUDA_SUCCESS;
+    atomic_init(&c->last_error, (int)CUDA_SUCCESS);
 
     relo_status s = push(c);
     if (s != RELO_OK) {
@@ -276,6 +267,7 @@ relo_status relo_backend_cuda_last_error(const relo_backend *backend, CUresult *
 {
     if (!backend || !out || backend->ops.destroy != cu_destroy || !backend->ctx)
         return RELO_ERR_INVALID_ARGUMENT;
-    *out = ((const cuda_ctx *)backend->ctx)->last_error;
+    cuda_ctx *c = backend->ctx;
+    *out = (CUresult)atomic_load_explicit(&c->last_error, memory_order_relaxed);
     return RELO_OK;
 }

@@ -2,10 +2,17 @@
  * test_cuda.c — the CUDA backend on device 0's primary context: argument
  * checks (which need no driver), then properties, transfers, the
  * out-of-memory mapping, and relocation through the public API with device
- * work (memsets through binding addresses) on one and on two streams.
+ * work (memsets through binding addresses) on one and on two streams, on
+ * the legacy default stream and on a stream relo was never told of.
  * Where cuInit fails (the stub libcuda of a build machine, no driver) or no
  * device exists, the device cases report SKIP.
+ *
+ * The same file is built twice: test_cuda links the real driver library,
+ * test_cuda_standin (RELO_CUDA_STANDIN) the driver stand-in of
+ * tests/cuda_standin, which runs queued work only when something waits for
+ * it, so a wait the backend forgets shows as wrong bytes every time.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,6 +34,9 @@ typedef struct cu_env {
 static void env_open(cu_env *e)
 {
     memset(e, 0, sizeof *e);
+#ifdef RELO_CUDA_STANDIN
+    printf("driver: the CUDA stand-in (tests/cuda_standin, host memory), not a GPU\n");
+#endif
     int count = 0;
     if (cuInit(0) != CUDA_SUCCESS) check_skip("cuInit failed: no CUDA driver");
     if (cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) check_skip("no CUDA device");
@@ -240,6 +250,138 @@ CHECK_TEST(two_streams_are_both_waited_for)
     require_ok(relo_release(d, bigB));
     require_ok(relo_stream_destroy(sb));
     require_ok(relo_stream_destroy(sa));
+    require_ok(relo_device_destroy(d));
+    env_close(&e);
+}
+
+/* Several threads call the backend's ops at once, as relo may when it
+ * copies and waits outside its device lock: each allocates, writes, copies
+ * on the shared copy stream, waits and reads back its own bytes. The
+ * backend keeps no state but an atomic error code, and the driver is
+ * thread-safe; under ThreadSanitizer this must show no race. */
+typedef struct ops_worker {
+    relo_backend *backend;
+    unsigned char value;
+    int wrong;  /* round trips that failed or read wrong bytes */
+} ops_worker;
+
+static void *ops_work(void *arg)
+{
+    ops_worker *w = arg;
+    relo_backend *b = w->backend;
+    enum { SIZE = 64 * 1024 };
+    static _Thread_local unsigned char data[SIZE], back[SIZE];
+    for (int round = 0; round < 16; round++) {
+        void *x = NULL, *y = NULL;
+        uint64_t ax = 0, ay = 0;
+        if (b->ops.alloc(b->ctx, SIZE, &x, &ax) != RELO_OK) {
+            w->wrong++;
+            continue;
+        }
+        if (b->ops.alloc(b->ctx, SIZE, &y, &ay) != RELO_OK) {
+            b->ops.free(b->ctx, x, SIZE);
+            w->wrong++;
+            continue;
+        }
+        memset(data, w->value + round, SIZE);
+        bool ok = b->ops.write(b->ctx, x, 0, data, SIZE) == RELO_OK &&
+                  b->ops.copy(b->ctx, x, 0, y, 0, SIZE) == RELO_OK &&
+                  b->ops.wait_copies(b->ctx) == RELO_OK &&
+                  b->ops.read(b->ctx, y, 0, back, SIZE) == RELO_OK &&
+                  memcmp(data, back, SIZE) == 0 && b->ops.wait_device(b->ctx) == RELO_OK;
+        if (!ok) w->wrong++;
+        b->ops.free(b->ctx, x, SIZE);
+        b->ops.free(b->ctx, y, SIZE);
+        /* A refusal in every round: threads record errors at once too. */
+        void *z = NULL;
+        uint64_t az = 0;
+        if (b->ops.alloc(b->ctx, b->props.max_page_size, &z, &az) != RELO_ERR_OUT_OF_MEMORY)
+            w->wrong++;
+    }
+    return NULL;
+}
+
+CHECK_TEST(ops_from_several_threads_at_once)
+{
+    cu_env e;
+    env_open(&e);
+    relo_backend *b = NULL;
+    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
+    enum { THREADS = 4 };
+    pthread_t threads[THREADS];
+    ops_worker workers[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        workers[i] = (ops_worker){b, (unsigned char)(16 * (i + 1)), 0};
+        require_eq(pthread_create(&threads[i], NULL, ops_work, &workers[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(threads[i], NULL);
+        expect_eq(workers[i].wrong, 0);
+    }
+    CUresult code = CUDA_SUCCESS;
+    require_ok(relo_backend_cuda_last_error(b, &code));
+    expect_eq(code, CUDA_ERROR_OUT_OF_MEMORY);
+    relo_backend_destroy(b);
+    env_close(&e);
+}
+
+/* The runtime's work on the legacy default stream: the relo stream holds
+ * NULL, which relo never hands to the backend, and the backend's copy
+ * stream is non-blocking, so only a wait for the whole context orders the
+ * memset before the relocation copy. */
+CHECK_TEST(legacy_stream_work_lands_before_relocation)
+{
+    cu_env e;
+    env_open(&e);
+    relo_backend *b = NULL;
+    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
+    relo_device *d = NULL;
+    require_ok(relo_device_create(NULL, b, &d));
+    relo_stream *s = NULL;
+    require_ok(relo_stream_create(d, NULL, &s));
+
+    relo_handle h, big;
+    require_ok(relo_reserve(s, MiB, &h));
+    relo_binding before = bind(s, h);
+    require_eq(cuMemsetD8Async((CUdeviceptr)before.address, 5, MiB, NULL), CUDA_SUCCESS);
+    require_ok(relo_reserve(s, 10 * MiB, &big));
+    require_ok(relo_reclaim(s));
+    expect_eq(stats_of(d).allocations_moved, 1);
+    expect_ne(bind(s, h).address, before.address);
+    expect_true(reads_all(d, h, MiB, 5));
+
+    require_ok(relo_release(d, h));
+    require_ok(relo_release(d, big));
+    require_ok(relo_stream_destroy(s));
+    require_ok(relo_device_destroy(d));
+    env_close(&e);
+}
+
+/* Work on a stream the runtime never gave relo (streams[1]) writes an
+ * allocation of a relo stream on streams[0]: relocation waits for it too. */
+CHECK_TEST(unregistered_stream_work_lands_before_relocation)
+{
+    cu_env e;
+    env_open(&e);
+    relo_backend *b = NULL;
+    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
+    relo_device *d = NULL;
+    require_ok(relo_device_create(NULL, b, &d));
+    relo_stream *s = NULL;
+    require_ok(relo_stream_create(d, e.streams[0], &s));
+
+    relo_handle h, big;
+    require_ok(relo_reserve(s, MiB, &h));
+    require_eq(cuMemsetD8Async((CUdeviceptr)bind(s, h).address, 6, MiB, e.streams[1]),
+               CUDA_SUCCESS);
+    require_ok(relo_reserve(s, 10 * MiB, &big));
+    require_ok(relo_reclaim(s));
+    expect_eq(stats_of(d).allocations_moved, 1);
+    expect_true(reads_all(d, h, MiB, 6));
+
+    require_ok(relo_release(d, h));
+    require_ok(relo_release(d, big));
+    require_ok(relo_stream_destroy(s));
     require_ok(relo_device_destroy(d));
     env_close(&e);
 }
