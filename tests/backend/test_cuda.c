@@ -238,7 +238,7 @@ CHECK_TEST(two_streams_are_both_waited_for)
                CUDA_SUCCESS);
     require_eq(cuMemsetD8Async((CUdeviceptr)bind(sb, hb).address, 4, MiB, e.streams[1]),
                CUDA_SUCCESS);
-    require_ok(relo_reclaim(sa));
+    require_ok(relo_reclaim_device(d)); /* both streams move */
     expect_eq(stats_of(d).allocations_moved, 2);
     expect_eq(stats_of(d).outdated_pages, 0);
     expect_true(reads_all(d, ha, MiB, 3));
