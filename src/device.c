@@ -15,7 +15,17 @@
 #include "relocation.h"
 
 void relo__device_lock(relo_device *device) { pthread_mutex_lock(&device->lock); }
-void relo__device_unlock(relo_device *device) { pthread_mutex_unlock(&device->lock); }
+void relo__device_unlock(relo_device *device)
+{
+    if (device->log.count == 0 && device->log.dropped == 0) {
+        pthread_mutex_unlock(&device->lock);
+        return;
+    }
+    relo_log_queue lines;
+    relo__log_take(&device->log, &lines);
+    pthread_mutex_unlock(&device->lock);
+    relo__log_send(device, &lines);
+}
 
 relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backend, relo_device **out)
 {

@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "handle.h"
+#include "log.h"
 #include "page.h"
 #include "stats.h"
 #include "stream.h"
@@ -51,6 +52,7 @@ struct relo_device {
     relo_reason last_reason;
     relo__move_hook move_hook;
     void *move_hook_user;
+    relo_log_queue log;             /* lines for the callback, sent at unlock */
 };
 
 void relo__device_lock(relo_device *device);

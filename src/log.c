@@ -5,16 +5,43 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "device.h"
 
-void relo__log(const struct relo_device *device, relo_log_level level, const char *fmt, ...)
+void relo__log(struct relo_device *device, relo_log_level level, const char *fmt, ...)
 {
     if (!device || !device->desc.log) return;
-    char line[512];
+    relo_log_queue *q = &device->log;
+    if (q->count == RELO_LOG_QUEUE) {
+        q->dropped++;
+        return;
+    }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    vsnprintf(q->line[q->count], RELO_LOG_LINE, fmt, ap);
     va_end(ap);
-    device->desc.log(device->desc.log_user, level, line);
+    q->level[q->count++] = level;
+}
+
+void relo__log_take(relo_log_queue *q, relo_log_queue *out)
+{
+    out->count = q->count;
+    out->dropped = q->dropped;
+    for (uint32_t i = 0; i < q->count; i++) {
+        out->level[i] = q->level[i];
+        memcpy(out->line[i], q->line[i], RELO_LOG_LINE);
+    }
+    q->count = 0;
+    q->dropped = 0;
+}
+
+void relo__log_send(const struct relo_device *device, const relo_log_queue *lines)
+{
+    for (uint32_t i = 0; i < lines->count; i++) device->desc.log(device->desc.log_user, lines->level[i], lines->line[i]);
+    if (lines->dropped) {
+        char note[64];
+        snprintf(note, sizeof note, "%u more log lines were dropped", lines->dropped);
+        device->desc.log(device->desc.log_user, RELO_LOG_WARN, note);
+    }
 }

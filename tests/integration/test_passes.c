@@ -521,4 +521,46 @@ CHECK_TEST(device_wait_without_the_lock)
     fx_close(&f);
 }
 
+/* The log callback runs without the device lock: it may call relo (here a
+ * stats query from inside the warning of an abandoned relocation). */
+typedef struct log_probe {
+    relo_device *dev;
+    int lines;
+    relo_status stats;
+} log_probe;
+
+static void log_calls_relo(void *user, relo_log_level level, const char *message)
+{
+    log_probe *p = user;
+    (void)level;
+    (void)message;
+    relo_stats st;
+    p->stats = relo_device_stats(p->dev, &st);
+    p->lines++;
+}
+
+CHECK_TEST(log_callback_runs_without_the_lock)
+{
+    alarm(60); /* under the lock the stats query would wait forever */
+    log_probe probe = {NULL, 0, RELO_ERR_CORRUPT};
+    relo_host_desc hd = fx_host();
+    hd.refuse_copies = true;
+    relo_device_desc dd;
+    memset(&dd, 0, sizeof dd);
+    dd.log = log_calls_relo;
+    dd.log_user = &probe;
+    fx f;
+    require_ok(fx_open(&f, &hd, &dd));
+    probe.dev = f.dev;
+    grown g;
+    require_true(grow(&f, f.s, &g, 6));
+    expect_ok(relo_reclaim(f.s)); /* the copy is refused: abandoned, logged */
+    alarm(0);
+    expect_gt(probe.lines, 0);
+    expect_ok(probe.stats);
+    expect_true(fx_check_pattern(f.dev, g.a, 6, 1 * MiB));
+    release_grown(&f, &g);
+    fx_close(&f);
+}
+
 CHECK_MAIN()
