@@ -327,9 +327,12 @@ RELO_API relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_
  * As relo_resolve, and pins the allocation: it is not moved until a
  * matching relo_unpin, so the binding stays valid whatever other threads do
  * (a page holding a pinned allocation is no relocation or compaction
- * source). Pins count: n pins need n unpins. If the allocation is a source
- * of an open pass, its move is skipped (the bytes stay where the binding
- * says). Releasing the allocation drops its pins.
+ * source). Pins count: n pins need n unpins. If the allocation is being
+ * moved by a pass another thread opened, relo_pin waits for that pass to
+ * end (one pass: relo's own are bounded) and returns where the bytes are
+ * then, so work it launches never races the copy; called from the thread
+ * that opened the pass, it skips the move instead. Releasing the allocation
+ * drops its pins.
  *
  * The launch path of a multi-threaded runtime: relo_pin, enqueue the work
  * using the binding, relo_unpin. relo waits for enqueued work before it
@@ -425,9 +428,11 @@ RELO_API relo_status relo_reclaim_device(relo_device *device);
  *   whole of it the way relo would);
  *   relo_pass_end      commits what landed, abandons the rest.
  *
- * While the pass is open every other call works: a resolve, pin or write of
- * a source skips its move (the runtime must then not count on the target); a
- * release of a source is carried out when the pass ends. Automatic
+ * While the pass is open every other call works: from the thread that
+ * opened it, a resolve, pin or write of a source skips its move (the
+ * runtime must then not count on the target); from other threads a resolve
+ * skips it too, while a pin or write waits for relo_pass_end; a release of
+ * a source is carried out when the pass ends. Automatic
  * relocation waits: nothing else moves while a pass is open, and a capture
  * cannot begin (RELO_ERR_BUSY). One pass is open per device at a time.
  */

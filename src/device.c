@@ -217,8 +217,11 @@ static relo_status resolve(relo_stream *stream, relo_handle handle, bool pin, re
     if (!stream || !out) return RELO_ERR_INVALID_ARGUMENT;
     relo_device *d = stream->device;
     relo__device_lock(d);
-    relo_status st = RELO_ERR_NOT_FOUND;
     relo_slot *slot = relo__handle_lookup(&d->handles, handle);
+    /* A pin waits out another thread's move of the allocation, so the work
+     * it enqueues never races the copy; a plain resolve skips the move. */
+    while (pin && slot && relo__pass_wait_for_move(d, slot->slice)) slot = relo__handle_lookup(&d->handles, handle);
+    relo_status st = RELO_ERR_NOT_FOUND;
     if (slot) {
         relo_slice *slice = slot->slice;
         relo_page *page = slice->page;
@@ -294,6 +297,9 @@ static relo_status transfer(relo_device *d, relo_handle handle, uint64_t offset,
     relo_slice *slice = NULL;
     bool has_op = to_device ? b->ops.write != NULL : b->ops.read != NULL;
     relo_status st = access_check(d, handle, offset, data, n, has_op, &slice);
+    /* A write waits out another thread's move of the allocation, as a pin. */
+    while (st == RELO_OK && to_device && relo__pass_wait_for_move(d, slice))
+        st = access_check(d, handle, offset, data, n, has_op, &slice);
     if (st != RELO_OK || n == 0) {
         relo__device_unlock(d);
         return st;

@@ -308,6 +308,7 @@ relo_status relo__pass_open(relo_pass *pass)
     }
     pass->all_finish = n > 0 && n == d->stream_count;
     for (uint32_t i = 0; i < pass->count; i++) pass->moves[i].src->move = i + 1;
+    pass->owner = pthread_self();
     d->open_pass = pass;
     return RELO_OK;
 }
@@ -397,6 +398,14 @@ bool relo__pass_finish(relo_pass *plan)
 void relo__pass_settle(relo_device *d)
 {
     while (d->open_pass && !d->open_pass->runtime) pthread_cond_wait(&d->pass_done, &d->lock);
+}
+
+bool relo__pass_wait_for_move(relo_device *d, const relo_slice *slice)
+{
+    if (slice->move == 0 || pthread_equal(d->open_pass->owner, pthread_self())) return false;
+    uint64_t id = d->open_pass->id;
+    while (d->open_pass && d->open_pass->id == id) pthread_cond_wait(&d->pass_done, &d->lock);
+    return true;
 }
 
 bool relo__pass_drop(relo_device *d, relo_slice *slice)

@@ -10,6 +10,7 @@
 #ifndef RELO_RELOCATION_H
 #define RELO_RELOCATION_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "device.h"
@@ -81,6 +82,7 @@ struct relo_pass {
     uint32_t finish_count;
     bool all_finish;        /* every stream had one: no backend device wait */
     bool runtime;           /* driven by the runtime (relo_pass_begin) */
+    pthread_t owner;        /* the thread that opened it */
     bool copied;            /* relo_pass_copy ran */
     uint8_t copy_outcome;   /* its relo_copy_outcome */
 };
@@ -141,6 +143,14 @@ bool relo__pass_close(relo_pass *pass, relo_copy_outcome outcome);
 /** Waits (dropping the device lock) while a pass relo itself drives is open
  *  on another thread. A pass the runtime drives may stay open. */
 void relo__pass_settle(relo_device *device);
+
+/**
+ * When slice is a source of the open pass and this thread did not open it:
+ * waits (dropping the device lock) until the pass closes and returns true;
+ * the caller looks the allocation up again. False otherwise (the pass
+ * owner's own calls skip the move instead of waiting for themselves).
+ */
+bool relo__pass_wait_for_move(relo_device *device, const relo_slice *slice);
 
 /** A resolve, pin or write is about to use slice's bytes where they are: a
  *  move of it in the open pass is skipped. */

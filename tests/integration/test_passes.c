@@ -433,6 +433,22 @@ static void gate_hook(void *user)
     pthread_mutex_unlock(&g->mu);
 }
 
+typedef struct pinner {
+    relo_device *device;
+    relo_stream *stream;
+    relo_handle handle;
+    relo_binding at;
+    relo_status st;
+} pinner;
+
+static void *pin_thread(void *arg)
+{
+    pinner *p = arg;
+    p->st = relo_pin(p->stream, p->handle, &p->at);
+    if (p->st == RELO_OK) p->st = relo_unpin(p->device, p->handle);
+    return NULL;
+}
+
 typedef struct reclaimer {
     relo_stream *stream;
     relo_status st;
@@ -491,6 +507,13 @@ CHECK_TEST(device_wait_without_the_lock)
     expect_true(fx_check_pattern(f.dev, elsewhere, 4, 4096));
     expect_ok(relo_resolve(f.s, veto, &b)); /* skips veto's move */
     expect_true(fx_same_place(b, veto_at));
+    /* Another thread pins keep, which is moving: it waits for the pass and
+     * gets keep's new place (its launch must not race the copy). */
+    pinner pn = {f.dev, f.s, keep, {NULL, 0, 0, 0}, RELO_ERR_CORRUPT};
+    pthread_t pt;
+    require_eq(pthread_create(&pt, NULL, pin_thread, &pn), 0);
+    struct timespec settle = {0, 50 * 1000 * 1000};
+    nanosleep(&settle, NULL);
     expect_ok(relo_release(f.dev, gone));   /* carried out at the close */
     expect_status(relo_resolve(f.s, gone, &b), RELO_ERR_NOT_FOUND);
     relo_handle more = fx_reserve(f.s2, 8192);
@@ -502,6 +525,7 @@ CHECK_TEST(device_wait_without_the_lock)
     pthread_cond_broadcast(&g.cv);
     pthread_mutex_unlock(&g.mu);
     require_eq(pthread_join(t, NULL), 0);
+    require_eq(pthread_join(pt, NULL), 0);
     alarm(0);
     m.wait_device_hook = NULL;
     expect_ok(r.st);
@@ -509,6 +533,8 @@ CHECK_TEST(device_wait_without_the_lock)
     relo_stats st = fx_dev_stats(f.dev);
     expect_eq(st.allocations_moved, 1);  /* keep only */
     expect_true(fx_bind(f.s, keep).buffer == fx_bind(f.s, big).buffer);
+    expect_ok(pn.st);
+    expect_true(fx_same_place(pn.at, fx_bind(f.s, keep))); /* the new place */
     expect_true(fx_same_place(fx_bind(f.s, veto), veto_at));
     expect_true(fx_check_pattern(f.dev, keep, 1, Q));
     expect_true(fx_check_pattern(f.dev, veto, 2, Q));
