@@ -152,7 +152,7 @@ static void *worker_main(void *arg)
              * grow with it and leave outdated pages full of live
              * allocations behind. */
             uint64_t size = fx_range(&w->rng, 5, 12) * 16 * KiB;
-            if ((r >> 32) % 48 == 0) {
+            if ((r >> 32) % 16 == 0) {
                 uint64_t grown = atomic_fetch_add(&st->largest, 64 * KiB);
                 size = grown < 16 * MiB ? grown : fx_range(&w->rng, 1, 16) * MiB;
             }
