@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "baseline.h"
 #include "relo.h"
 #include "replay_backend.h"
 #include "trace_reader.h"
@@ -25,6 +26,7 @@ typedef struct options {
     bool quiet;
     bool verify_full;
     const char *svg;
+    bool baselines[BASELINE_KIND_COUNT]; /**< --baseline: models replayed beside relo */
     char **traces;              /**< points into argv */
     int trace_count;
 } options;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baseline.h"
 #include "fit.h"
 #include "options.h"
 #include "progress.h"
@@ -46,6 +47,27 @@ static replay_config base_config(const options *o, progress *bar)
     cfg.verify_full = o->verify_full;
     cfg.progress = bar->enabled ? bar : NULL;
     return cfg;
+}
+
+/* Replays t through each baseline --baseline asked for, on the capacity of
+ * relo's reported replay (0 = unlimited), fit included with --fit. Returns
+ * how many it filled in out. A failure other than out of memory is said on
+ * stderr and sets *failed. */
+static int run_baselines(const options *o, const char *path, const trace *t, uint64_t capacity,
+                         baseline_measure *out, bool *failed)
+{
+    int n = 0;
+    *failed = false;
+    for (int k = 0; k < BASELINE_KIND_COUNT; k++) {
+        if (!o->baselines[k]) continue;
+        if (!baseline_measure_run((baseline_kind)k, t, capacity, o->fit, REPLAY_MAX_SAMPLES, &out[n])) {
+            fprintf(stderr, "%s: the %s baseline failed (host memory or a model limit)\n", path,
+                    baseline_kind_name((baseline_kind)k));
+            *failed = true;
+        }
+        n++;
+    }
+    return n;
 }
 
 /* Replays one trace as the options ask; returns the exit status it earns. */
@@ -98,8 +120,12 @@ static int replay_one(const options *o, const char *path, const trace *t, bool *
         replay_run(t, &run, &main_run);
         if (run.progress) progress_end(run.progress);
     }
-    report rep = {path, t, o, have_main && o->fit ? 0 : capacity, &main_run, o->fit ? &fit : NULL,
-                  (double)(replay_now_ns() - start) / 1e9};
+    uint64_t reported_capacity = have_main && o->fit ? 0 : capacity;
+    baseline_measure baselines[BASELINE_KIND_COUNT];
+    bool baseline_failed;
+    int baseline_count = run_baselines(o, path, t, reported_capacity, baselines, &baseline_failed);
+    report rep = {path, t, o, reported_capacity, &main_run, o->fit ? &fit : NULL,
+                  (double)(replay_now_ns() - start) / 1e9, baselines, baseline_count};
     if (o->json) {
         if (!*first_json) fputs(",\n", stdout);
         report_json(stdout, &rep);
@@ -128,6 +154,8 @@ static int replay_one(const options *o, const char *path, const trace *t, bool *
             status = 1;
         }
     }
+    if (baseline_failed) status = 1;
+    for (int i = 0; i < baseline_count; i++) baseline_measure_free(&baselines[i]);
     replay_result_free(&main_run);
     return status;
 }
