@@ -16,8 +16,8 @@
 /* A hand-made trace: events appended with a() and f(). */
 typedef struct hand {
     trace t;
-    uint64_t size[4096];
-    uint16_t stream[4096];
+    uint64_t size[4097];
+    uint16_t stream[4097];
 } hand;
 
 static void start(hand *h)
@@ -90,12 +90,20 @@ CHECK_TEST(classic_rounds_to_512_bytes)
 {
     hand h;
     start(&h);
-    for (uint32_t i = 0; i < 2048; i++) a(&h, i, 700, 0);
-    expect_eq(run(&h, BASELINE_PYTORCH, 0).peak_reserved, 2 * MiB);
-    trace_free(&h.t);
-    start(&h);
-    for (uint32_t i = 0; i < 4096; i++) a(&h, i, 1, 0);   /* 4096 × 512 B = 2 MiB */
-    expect_eq(run(&h, BASELINE_PYTORCH, 0).peak_reserved, 2 * MiB);
+    for (int k = 0; k < BASELINE_KIND_COUNT; k++) {
+        for (uint32_t i = 0; i < 2048; i++) a(&h, i, 700, 0);
+        expect_eq(run(&h, (baseline_kind)k, 0).peak_reserved, 2 * MiB);
+        a(&h, 2048, 700, 0);
+        expect_eq(run(&h, (baseline_kind)k, 0).peak_reserved, 4 * MiB);
+        trace_free(&h.t);
+        start(&h);
+        for (uint32_t i = 0; i < 4096; i++) a(&h, i, 1, 0);   /* 4096 × 512 B = 2 MiB */
+        expect_eq(run(&h, (baseline_kind)k, 0).peak_reserved, 2 * MiB);
+        a(&h, 4096, 1, 0);
+        expect_eq(run(&h, (baseline_kind)k, 0).peak_reserved, 4 * MiB);
+        trace_free(&h.t);
+        start(&h);
+    }
     trace_free(&h.t);
 }
 
@@ -121,22 +129,31 @@ CHECK_TEST(classic_segment_sizes)
     }
 }
 
-/* A large-pool rest is split off only when it is over 1 MiB. */
+/* A large-pool rest is split off only when it is over 1 MiB. A 3 MiB
+ * request in a free 4 MiB block keeps the 1 MiB rest inside its block, so
+ * when the block after it is freed (4 MiB) a 5 MiB request does not fit
+ * there and opens a second segment. */
 CHECK_TEST(classic_splits_large_rest_over_1_mib)
 {
     hand h;
     start(&h);
-    a(&h, 0, 3 * MiB / 2, 0);           /* a 20 MiB segment, 18.5 MiB rest */
-    a(&h, 1, 9 * MiB, 0);
-    a(&h, 2, 17 * MiB / 2, 0);          /* rest exactly 1 MiB: kept inside the block */
-    a(&h, 3, MiB + 512, 0);
+    a(&h, 0, 4 * MiB, 0);
+    a(&h, 1, 4 * MiB, 0);
+    a(&h, 2, 12 * MiB, 0);      /* fills the 20 MiB segment */
+    f(&h, 0);
+    a(&h, 3, 3 * MiB, 0);       /* takes the free 4 MiB; the 1 MiB rest stays inside */
+    f(&h, 1);
+    a(&h, 4, 5 * MiB, 0);
     expect_eq(run(&h, BASELINE_PYTORCH, 0).peak_reserved, 40 * MiB);
     trace_free(&h.t);
     start(&h);
-    a(&h, 0, 3 * MiB / 2, 0);
-    a(&h, 1, 9 * MiB, 0);
-    a(&h, 2, 17 * MiB / 2 - 512, 0);    /* rest 1 MiB + 512 B: split, and serves the next */
-    a(&h, 3, MiB + 512, 0);
+    a(&h, 0, 4 * MiB, 0);
+    a(&h, 1, 4 * MiB, 0);
+    a(&h, 2, 12 * MiB, 0);
+    f(&h, 0);
+    a(&h, 3, 3 * MiB - 512, 0); /* rest 1 MiB + 512 B: split off, and merges with the next */
+    f(&h, 1);
+    a(&h, 4, 5 * MiB, 0);
     expect_eq(run(&h, BASELINE_PYTORCH, 0).peak_reserved, 20 * MiB);
     trace_free(&h.t);
 }
@@ -279,6 +296,29 @@ CHECK_TEST(expandable_unmaps_free_pages_when_refused)
     expect_eq(r.failed_event, 3);
     r = run(&h, BASELINE_PYTORCH_EXPANDABLE, 22 * MiB);
     expect_eq(r.status, BASELINE_COMPLETED);
+    trace_free(&h.t);
+}
+
+/* A range spans the device memory and an eighth more. On 200 MiB, after
+ * A (30) + B (150) + C (20) fill it and A and C are freed, a 20 MiB request
+ * passes over C, whose 40 MiB of unmapped range behind it could grow, and
+ * takes the low end of A's block; the last 30 MiB then finds no room. With
+ * a range of exactly 200 MiB, C would have no unmapped range behind it,
+ * would be taken, and 30 MiB would fit in A's block. */
+CHECK_TEST(expandable_range_is_memory_and_an_eighth)
+{
+    hand h;
+    start(&h);
+    a(&h, 0, 30 * MiB, 0);
+    a(&h, 1, 150 * MiB, 0);
+    a(&h, 2, 20 * MiB, 0);
+    f(&h, 0);
+    f(&h, 2);
+    a(&h, 3, 20 * MiB, 0);
+    a(&h, 4, 30 * MiB, 0);
+    baseline_run r = run(&h, BASELINE_PYTORCH_EXPANDABLE, 200 * MiB);
+    expect_eq(r.status, BASELINE_OUT_OF_MEMORY);
+    expect_eq(r.failed_event, 6);
     trace_free(&h.t);
 }
 
