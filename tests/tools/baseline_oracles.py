@@ -88,7 +88,7 @@ def main():
     def same(what, want, got):
         nonlocal failures
         if str(want) != str(got):
-            print(f"  MISMATCH {what}: oracle {want}, relo-replay {got}")
+            print(f"  MISMATCH {name} {kind} {what}: oracle {want}, relo-replay {got}")
             failures += 1
 
     for trace in traces:
