@@ -45,6 +45,11 @@ void options_usage(FILE *f)
         "  --json                     machine-readable report on stdout\n"
         "  --svg FILE                 timeline picture; with several traces each gets\n"
         "                             FILE with '-TRACENAME' before its extension\n"
+        "  --html FILE                interactive report (one self-contained page):\n"
+        "                             timeline of this replay, the other policy and\n"
+        "                             the baselines, with zoom, pan and hover; page\n"
+        "                             maps at kept events; relocations. Several\n"
+        "                             traces: as for --svg\n"
         "  --quiet                    no table and no progress bar\n"
         "  --help                     this text\n"
         "\n"
@@ -98,7 +103,7 @@ options_result options_parse(int argc, char **argv, options *o)
         name[n] = '\0';
         if (eq) value = eq + 1;
         static const char *const with_value[] = {"--backend", "--capacity", "--layout", "--policy",
-                                                 "--format", "--svg", "--baseline"};
+                                                 "--format", "--svg", "--baseline", "--html"};
         bool wants = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             if (strcmp(name, with_value[k]) == 0) wants = true;
@@ -149,6 +154,8 @@ options_result options_parse(int argc, char **argv, options *o)
             o->baselines[b] = true;
         } else if (strcmp(name, "--svg") == 0) {
             o->svg = value;
+        } else if (strcmp(name, "--html") == 0) {
+            o->html = value;
         } else if (strcmp(name, "--fit") == 0) {
             o->fit = true;
         } else if (strcmp(name, "--no-relocation") == 0) {

@@ -26,6 +26,7 @@ typedef struct options {
     bool quiet;
     bool verify_full;
     const char *svg;
+    const char *html;           /**< --html: the interactive report's file */
     bool baselines[BASELINE_KIND_COUNT]; /**< --baseline: models replayed beside relo */
     char **traces;              /**< points into argv */
     int trace_count;

@@ -12,6 +12,7 @@
 
 #include "baseline.h"
 #include "fit.h"
+#include "html.h"
 #include "options.h"
 #include "progress.h"
 #include "relo.h"
@@ -19,6 +20,7 @@
 #include "report.h"
 #include "svg.h"
 #include "trace_reader.h"
+#include "units.h"
 
 /* Events past which a single replay earns a progress bar. */
 #define PROGRESS_MIN_EVENTS 50000u
@@ -70,12 +72,61 @@ static int run_baselines(const options *o, const char *path, const trace *t, uin
     return n;
 }
 
+/* Writes --html: relo's reported replay, relo with the other policy on the
+ * same capacity, relo at its fit capacity (when that is another one), and
+ * the baselines, on one timeline. Returns false when the file cannot be
+ * written. */
+static bool write_html(const options *o, const trace *t, const report *rep,
+                       const html_record *rec, uint64_t fit_capacity)
+{
+    static const char *const policies[] = {"seed", "dense"};
+    char capname[32];
+    replay_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = o->backend;
+    cfg.layout = o->layout;
+    cfg.relocation = o->relocation;
+    cfg.record = true;
+    html_run runs[3];
+    replay_result extra[2];
+    int n = 0, extras = 0;
+    const char *cap = rep->capacity ? units_format_bytes(rep->capacity, capname, sizeof capname) : "unlimited";
+    snprintf(runs[n].name, sizeof runs[n].name, "relo %s, %s", policies[o->policy == RELO_POLICY_DENSE], cap);
+    runs[n++].r = rep->r;
+    cfg.policy = o->policy == RELO_POLICY_DENSE ? RELO_POLICY_SEED : RELO_POLICY_DENSE;
+    cfg.capacity = rep->capacity;
+    replay_run(t, &cfg, &extra[extras]);
+    snprintf(runs[n].name, sizeof runs[n].name, "relo %s, %s", policies[cfg.policy == RELO_POLICY_DENSE], cap);
+    runs[n++].r = &extra[extras++];
+    if (fit_capacity && fit_capacity != rep->capacity) {
+        cfg.policy = o->policy;
+        cfg.capacity = fit_capacity;
+        replay_run(t, &cfg, &extra[extras]);
+        snprintf(runs[n].name, sizeof runs[n].name, "relo %s, fit %s", policies[o->policy == RELO_POLICY_DENSE],
+                 units_format_bytes(fit_capacity, capname, sizeof capname));
+        runs[n++].r = &extra[extras++];
+    }
+    html_report page = {t, rep->capacity, runs, n, rep->baselines, rep->baseline_count, rec};
+    char file[4096];
+    svg_path_for(o->html, t->name, o->trace_count > 1, file, sizeof file);
+    bool ok = html_write(file, &page);
+    if (!ok) perror(file);
+    else if (!o->quiet && !o->json) printf("  %-26s %s\n", "interactive report", file);
+    for (int i = 0; i < extras; i++) replay_result_free(&extra[i]);
+    return ok;
+}
+
 /* Replays one trace as the options ask; returns the exit status it earns. */
 static int replay_one(const options *o, const char *path, const trace *t, bool *first_json)
 {
     progress bar;
     progress_init(&bar, !o->quiet && (o->fit || t->event_count >= PROGRESS_MIN_EVENTS));
     replay_config cfg = base_config(o, &bar);
+    /* --html: the reported replay (the only one that records) is watched. */
+    html_record rec;
+    bool have_rec = o->html && html_record_init(&rec, t);
+    if (o->html && !have_rec) fprintf(stderr, "%s: out of host memory for the HTML report\n", path);
+    if (have_rec) cfg.observer = &rec.observer;
     uint64_t start = replay_now_ns();
     fit_result fit;
     memset(&fit, 0, sizeof fit);
@@ -153,6 +204,10 @@ static int replay_one(const options *o, const char *path, const trace *t, bool *
             perror(file);
             status = 1;
         }
+    }
+    if (have_rec) {
+        if (!write_html(o, t, &rep, &rec, o->fit && fit.found ? fit.capacity : 0)) status = 1;
+        html_record_free(&rec);
     }
     if (baseline_failed) status = 1;
     for (int i = 0; i < baseline_count; i++) baseline_measure_free(&baselines[i]);
