@@ -31,7 +31,10 @@ bool html_record_init(html_record *r, const trace *t)
     r->offset_of = calloc(n, sizeof *r->offset_of);
     r->planned = calloc(SPREAD_SNAPSHOTS + 2, sizeof *r->planned);
     r->relocations = calloc(HTML_MAX_RELOCATIONS, sizeof *r->relocations);
-    if (!r->page_of || !r->offset_of || !r->planned || !r->relocations) return false;
+    if (!r->page_of || !r->offset_of || !r->planned || !r->relocations) {
+        html_record_free(r);
+        return false;
+    }
     /* The first event where live bytes reach the trace's peak. */
     uint64_t live = 0;
     for (size_t i = 0; i < t->event_count; i++) {

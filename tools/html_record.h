@@ -93,7 +93,10 @@ typedef struct html_record {
     replay_observer observer;   /* points to this record */
 } html_record;
 
-/** Prepares a recorder for t (snapshots spread over it). Returns false when host memory ran out. */
+/**
+ * Prepares a recorder for t (snapshots spread over it). Returns false when
+ * host memory ran out (nothing is left to free then).
+ */
 bool html_record_init(html_record *r, const trace *t);
 
 /** Frees what the recorder holds. */
