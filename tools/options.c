@@ -38,9 +38,19 @@ void options_usage(FILE *f)
         "                             its CSV header)\n"
         "  --verify-full              host, opencl: check every byte, not the sparse\n"
         "                             windows (first/last 4 KiB and 64 B per MiB)\n"
+        "  --baseline pytorch|pytorch-expandable\n"
+        "                             also replay the trace through a model of\n"
+        "                             PyTorch's caching allocator (classic, or with\n"
+        "                             expandable segments) at the same capacity, and\n"
+        "                             with --fit find its fit too; repeatable\n"
         "  --json                     machine-readable report on stdout\n"
         "  --svg FILE                 timeline picture; with several traces each gets\n"
         "                             FILE with '-TRACENAME' before its extension\n"
+        "  --html FILE                interactive report (one self-contained page):\n"
+        "                             timeline of this replay, the other policy and\n"
+        "                             the baselines, with zoom, pan and hover; page\n"
+        "                             maps at kept events; relocations. Several\n"
+        "                             traces: as for --svg\n"
         "  --quiet                    no table and no progress bar\n"
         "  --help                     this text\n"
         "\n"
@@ -94,7 +104,7 @@ options_result options_parse(int argc, char **argv, options *o)
         name[n] = '\0';
         if (eq) value = eq + 1;
         static const char *const with_value[] = {"--backend", "--capacity", "--layout", "--policy",
-                                                 "--format", "--svg"};
+                                                 "--format", "--svg", "--baseline", "--html"};
         bool wants = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             if (strcmp(name, with_value[k]) == 0) wants = true;
@@ -135,8 +145,18 @@ options_result options_parse(int argc, char **argv, options *o)
             static const char *const names[] = {"auto", "relo", "rmm"};
             if (!pick(value, names, 3, &k)) return bad(name, value);
             o->format = (trace_format)k;
+        } else if (strcmp(name, "--baseline") == 0) {
+            baseline_kind b;
+            if (!baseline_kind_parse(value, &b)) {
+                fprintf(stderr, "relo-replay: invalid value '%s' for --baseline (pytorch or pytorch-expandable)\n",
+                        value);
+                return OPTIONS_EXIT_USAGE;
+            }
+            o->baselines[b] = true;
         } else if (strcmp(name, "--svg") == 0) {
             o->svg = value;
+        } else if (strcmp(name, "--html") == 0) {
+            o->html = value;
         } else if (strcmp(name, "--fit") == 0) {
             o->fit = true;
         } else if (strcmp(name, "--no-relocation") == 0) {

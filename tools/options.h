@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "baseline.h"
 #include "relo.h"
 #include "replay_backend.h"
 #include "trace_reader.h"
@@ -25,6 +26,8 @@ typedef struct options {
     bool quiet;
     bool verify_full;
     const char *svg;
+    const char *html;           /**< --html: the interactive report's file */
+    bool baselines[BASELINE_KIND_COUNT]; /**< --baseline: models replayed beside relo */
     char **traces;              /**< points into argv */
     int trace_count;
 } options;

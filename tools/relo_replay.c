@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baseline.h"
 #include "fit.h"
+#include "html.h"
 #include "options.h"
 #include "progress.h"
 #include "relo.h"
@@ -18,6 +20,7 @@
 #include "report.h"
 #include "svg.h"
 #include "trace_reader.h"
+#include "units.h"
 
 /* Events past which a single replay earns a progress bar. */
 #define PROGRESS_MIN_EVENTS 50000u
@@ -48,12 +51,82 @@ static replay_config base_config(const options *o, progress *bar)
     return cfg;
 }
 
+/* Replays t through each baseline --baseline asked for, on the capacity of
+ * relo's reported replay (0 = unlimited), fit included with --fit. Returns
+ * how many it filled in out. A failure other than out of memory is said on
+ * stderr and sets *failed. */
+static int run_baselines(const options *o, const char *path, const trace *t, uint64_t capacity,
+                         baseline_measure *out, bool *failed)
+{
+    int n = 0;
+    *failed = false;
+    for (int k = 0; k < BASELINE_KIND_COUNT; k++) {
+        if (!o->baselines[k]) continue;
+        if (!baseline_measure_run((baseline_kind)k, t, capacity, o->fit, REPLAY_MAX_SAMPLES, &out[n])) {
+            fprintf(stderr, "%s: the %s baseline failed (host memory or a model limit)\n", path,
+                    baseline_kind_name((baseline_kind)k));
+            *failed = true;
+        }
+        n++;
+    }
+    return n;
+}
+
+/* Writes --html: relo's reported replay, relo with the other policy on the
+ * same capacity, relo at its fit capacity (when that is another one), and
+ * the baselines, on one timeline. Returns false when the file cannot be
+ * written. */
+static bool write_html(const options *o, const trace *t, const report *rep,
+                       const html_record *rec, uint64_t fit_capacity)
+{
+    static const char *const policies[] = {"seed", "dense"};
+    char capname[32];
+    replay_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = o->backend;
+    cfg.layout = o->layout;
+    cfg.relocation = o->relocation;
+    cfg.record = true;
+    html_run runs[3];
+    replay_result extra[2];
+    int n = 0, extras = 0;
+    const char *cap = rep->capacity ? units_format_bytes(rep->capacity, capname, sizeof capname) : "unlimited";
+    snprintf(runs[n].name, sizeof runs[n].name, "relo %s, %s", policies[o->policy == RELO_POLICY_DENSE], cap);
+    runs[n++].r = rep->r;
+    cfg.policy = o->policy == RELO_POLICY_DENSE ? RELO_POLICY_SEED : RELO_POLICY_DENSE;
+    cfg.capacity = rep->capacity;
+    replay_run(t, &cfg, &extra[extras]);
+    snprintf(runs[n].name, sizeof runs[n].name, "relo %s, %s", policies[cfg.policy == RELO_POLICY_DENSE], cap);
+    runs[n++].r = &extra[extras++];
+    if (fit_capacity && fit_capacity != rep->capacity) {
+        cfg.policy = o->policy;
+        cfg.capacity = fit_capacity;
+        replay_run(t, &cfg, &extra[extras]);
+        snprintf(runs[n].name, sizeof runs[n].name, "relo %s, fit %s", policies[o->policy == RELO_POLICY_DENSE],
+                 units_format_bytes(fit_capacity, capname, sizeof capname));
+        runs[n++].r = &extra[extras++];
+    }
+    html_report page = {t, rep->capacity, runs, n, rep->baselines, rep->baseline_count, rec};
+    char file[4096];
+    svg_path_for(o->html, t->name, o->trace_count > 1, file, sizeof file);
+    bool ok = html_write(file, &page);
+    if (!ok) perror(file);
+    else if (!o->quiet && !o->json) printf("  %-26s %s\n", "interactive report", file);
+    for (int i = 0; i < extras; i++) replay_result_free(&extra[i]);
+    return ok;
+}
+
 /* Replays one trace as the options ask; returns the exit status it earns. */
 static int replay_one(const options *o, const char *path, const trace *t, bool *first_json)
 {
     progress bar;
     progress_init(&bar, !o->quiet && (o->fit || t->event_count >= PROGRESS_MIN_EVENTS));
     replay_config cfg = base_config(o, &bar);
+    /* --html: the reported replay (the only one that records) is watched. */
+    html_record rec;
+    bool have_rec = o->html && html_record_init(&rec, t);
+    if (o->html && !have_rec) fprintf(stderr, "%s: out of host memory for the HTML report\n", path);
+    if (have_rec) cfg.observer = &rec.observer;
     uint64_t start = replay_now_ns();
     fit_result fit;
     memset(&fit, 0, sizeof fit);
@@ -98,8 +171,12 @@ static int replay_one(const options *o, const char *path, const trace *t, bool *
         replay_run(t, &run, &main_run);
         if (run.progress) progress_end(run.progress);
     }
-    report rep = {path, t, o, have_main && o->fit ? 0 : capacity, &main_run, o->fit ? &fit : NULL,
-                  (double)(replay_now_ns() - start) / 1e9};
+    uint64_t reported_capacity = have_main && o->fit ? 0 : capacity;
+    baseline_measure baselines[BASELINE_KIND_COUNT];
+    bool baseline_failed;
+    int baseline_count = run_baselines(o, path, t, reported_capacity, baselines, &baseline_failed);
+    report rep = {path, t, o, reported_capacity, &main_run, o->fit ? &fit : NULL,
+                  (double)(replay_now_ns() - start) / 1e9, baselines, baseline_count};
     if (o->json) {
         if (!*first_json) fputs(",\n", stdout);
         report_json(stdout, &rep);
@@ -128,6 +205,12 @@ static int replay_one(const options *o, const char *path, const trace *t, bool *
             status = 1;
         }
     }
+    if (have_rec) {
+        if (!write_html(o, t, &rep, &rec, o->fit && fit.found ? fit.capacity : 0)) status = 1;
+        html_record_free(&rec);
+    }
+    if (baseline_failed) status = 1;
+    for (int i = 0; i < baseline_count; i++) baseline_measure_free(&baselines[i]);
     replay_result_free(&main_run);
     return status;
 }

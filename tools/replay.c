@@ -226,6 +226,10 @@ static bool run_events(replay_state *s)
                 relocations = st_now.relocations;
                 if (host && !verify_all(s, i)) return false;
             }
+            if (cfg->record && cfg->observer) {
+                replay_view v = {i, t, s->device, s->streams, s->handles, &st_now};
+                cfg->observer->after_event(cfg->observer->ctx, &v);
+            }
         }
         if (cfg->progress) progress_update(cfg->progress, i + 1);
     }

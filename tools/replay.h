@@ -18,6 +18,23 @@
 /** The most timeline points a replay keeps. */
 #define REPLAY_MAX_SAMPLES 2000u
 
+/** What an observer sees after each event of a recording replay. */
+typedef struct replay_view {
+    uint64_t event;             /**< 0-based index of the event just done */
+    const trace *t;
+    relo_device *device;
+    relo_stream *const *streams;    /**< by dense stream index */
+    const relo_handle *handles;     /**< by allocation number; id 0 = not live */
+    const relo_stats *stats;        /**< device stats after the event */
+} replay_view;
+
+/** Watches a recording replay (the HTML report's page maps and relocations). */
+typedef struct replay_observer {
+    void *ctx;
+    /** Called after every event that succeeded. Must not change the device. */
+    void (*after_event)(void *ctx, const replay_view *view);
+} replay_observer;
+
 typedef struct replay_config {
     replay_backend_kind backend;
     uint64_t capacity;          /**< backend and device capacity; 0 = unlimited */
@@ -27,6 +44,7 @@ typedef struct replay_config {
     bool record;                /**< keep samples and latencies (off inside a fit search) */
     bool verify_full;           /**< host: check every byte, not the sparse windows */
     progress *progress;         /**< may be NULL */
+    const replay_observer *observer; /**< may be NULL; called only when record */
 } replay_config;
 
 typedef struct replay_result {

@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 
+#include "baseline_report.h"
 #include "units.h"
 
 static const char *layout_name(relo_layout l)
@@ -68,6 +69,11 @@ void report_text(FILE *f, const report *rep)
         } else {
             fprintf(f, "  %-26s not found: %s\n", "fit capacity", fit->error);
         }
+    }
+    if (rep->baseline_count) {
+        baseline_relo_row relo = {r->status == RELO_OK, r->peak_live, r->peak_reserved, rep->fit != NULL,
+                                  rep->fit && rep->fit->found, rep->fit ? rep->fit->capacity : 0};
+        baseline_report_text(f, t, &relo, rep->baselines, rep->baseline_count);
     }
     fprintf(f, "  %-26s %20" PRIu64 "\n", "relocations", r->stats.relocations);
     fprintf(f, "  %-26s %20" PRIu64 "\n", "allocations moved", r->stats.allocations_moved);
@@ -151,6 +157,7 @@ void report_json(FILE *f, const report *rep)
             ns_per_event(rep), r->reserve_p50_ns, r->reserve_p99_ns, r->longest_call_ns,
             r->longest_call_event, rep->wall_s);
     if (replay_backend_has_bytes(o->backend)) fprintf(f, ",\"byte_checks\":%" PRIu64, r->verified);
+    baseline_report_json(f, t, rep->baselines, rep->baseline_count);
     fputs(",\"samples\":[", f);
     for (size_t i = 0; i < r->samples.count; i++) {
         const sample *p = &r->samples.points[i];

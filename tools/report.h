@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "baseline.h"
 #include "fit.h"
 #include "options.h"
 #include "replay.h"
@@ -20,6 +21,8 @@ typedef struct report {
     const replay_result *r;     /**< the reported replay */
     const fit_result *fit;      /**< NULL without --fit */
     double wall_s;              /**< seconds for this trace, fit included */
+    const baseline_measure *baselines; /**< --baseline runs, beside relo's */
+    int baseline_count;
 } report;
 
 /** Writes the table to f. */

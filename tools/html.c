@@ -1,0 +1,163 @@
+/*
+ * html.c — writes the interactive report (see html.h): the page template
+ * (report_page.html, compiled in by CMake) with the replay's data as JSON
+ * where its RELO_DATA marker is.
+ *
+ * The data sits inside a <script> element, so every '<' in it is written
+ * as \u003c: no trace name can close the element early.
+ */
+#include "html.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "units.h"
+
+/* The template, generated from report_page.html at build time. */
+extern const unsigned char relo_report_page[];
+extern const size_t relo_report_page_size;
+
+#define MARKER "/*RELO_DATA*/"
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&') fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* JSON text from relo (numbers, names of pools) copied with '<' escaped. */
+static void json_raw(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '<') fputs("\\u003c", f);
+        else fputc(*s, f);
+    }
+}
+
+static void run_samples(FILE *f, const sampler *s, bool relo)
+{
+    fputs("\"samples\":[", f);
+    for (size_t i = 0; i < s->count; i++) {
+        const sample *p = &s->points[i];
+        fprintf(f, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", i ? "," : "",
+                p->event, p->live, p->reserved, relo ? p->outdated : 0, relo ? p->relocations : 0,
+                p->reserved_max);
+    }
+    fputc(']', f);
+}
+
+static void write_runs(FILE *f, const html_report *rep)
+{
+    fputs("\"runs\":[", f);
+    int n = 0;
+    for (int i = 0; i < rep->run_count; i++) {
+        const replay_result *r = rep->runs[i].r;
+        fprintf(f, "%s{\"name\":", n++ ? "," : "");
+        json_string(f, rep->runs[i].name);
+        fprintf(f, ",\"ok\":%s,\"failed_event\":%" PRIu64 ",\"peak_reserved\":%" PRIu64 ",",
+                r->status == RELO_OK ? "true" : "false", r->failed_event, r->peak_reserved);
+        run_samples(f, &r->samples, true);
+        fputc('}', f);
+    }
+    for (int i = 0; i < rep->baseline_count; i++) {
+        const baseline_run *r = &rep->baselines[i].run;
+        char name[96];
+        char cap[32] = "unlimited";
+        if (r->capacity) units_format_bytes(r->capacity, cap, sizeof cap);
+        snprintf(name, sizeof name, "%s, %s", baseline_kind_name(r->kind), cap);
+        fprintf(f, "%s{\"name\":", n++ ? "," : "");
+        json_string(f, name);
+        fprintf(f, ",\"ok\":%s,\"failed_event\":%" PRIu64 ",\"peak_reserved\":%" PRIu64 ",",
+                r->status == BASELINE_COMPLETED ? "true" : "false", r->failed_event, r->peak_reserved);
+        run_samples(f, &r->samples, false);
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
+static void write_relocations(FILE *f, const html_record *rec)
+{
+    fputs("\"relocations\":[", f);
+    for (size_t i = 0; i < rec->relocation_count; i++) {
+        const html_relocation *x = &rec->relocations[i];
+        fprintf(f, "%s{\"event\":%" PRIu64 ",\"relocations\":%" PRIu64 ",\"allocations_moved\":%" PRIu64
+                   ",\"bytes_moved\":%" PRIu64 ",\"moves\":[",
+                i ? "," : "", x->event, x->relocations, x->allocations_moved, x->bytes_moved);
+        for (uint32_t k = 0; k < x->move_count; k++) {
+            const html_move *m = &rec->moves[x->first_move + k];
+            fprintf(f, "%s[%" PRIu32 ",%" PRIu64 ",%" PRIu32 ",%" PRIu64 ",%" PRIu32 ",%" PRIu64 "]", k ? "," : "",
+                    m->alloc + 1, m->size, m->from_page, m->from_offset, m->to_page, m->to_offset);
+        }
+        fputs("]}", f);
+    }
+    fprintf(f, "],\"relocations_unlisted\":%" PRIu64, rec->relocations_unlisted);
+}
+
+static void write_snapshots(FILE *f, const html_record *rec)
+{
+    fputs(",\"snapshots\":[", f);
+    for (size_t i = 0; i < rec->snapshot_count; i++) {
+        const html_snapshot *s = &rec->snapshots[i];
+        fprintf(f, "%s{\"event\":%" PRIu64 ",\"why\":", i ? "," : "", s->event);
+        json_string(f, s->why);
+        fprintf(f, ",\"cut\":%s,\"stats\":{\"bytes_in_use\":%" PRIu64 ",\"bytes_reserved\":%" PRIu64
+                   ",\"bytes_outdated\":%" PRIu64 ",\"pages\":%" PRIu64 ",\"outdated_pages\":%" PRIu64
+                   ",\"guarded_pages\":%" PRIu64 "},\"device\":",
+                s->slices_cut ? "true" : "false", s->stats.bytes_in_use, s->stats.bytes_reserved,
+                s->stats.bytes_outdated, s->stats.pages, s->stats.outdated_pages, s->stats.guarded_pages);
+        if (s->pools_json && s->pools_json[0]) json_raw(f, s->pools_json);
+        else fputs("null", f);
+        fputs(",\"slices\":[", f);
+        for (size_t k = 0; k < s->slice_count; k++) {
+            const html_slice *x = &rec->slices[s->first_slice + k];
+            fprintf(f, "%s[%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%" PRIu32 ",%u]", k ? "," : "", x->page, x->offset,
+                    x->size, x->alloc + 1, (unsigned)x->stream);
+        }
+        fputs("]}", f);
+    }
+    fputc(']', f);
+}
+
+static void write_data(FILE *f, const html_report *rep)
+{
+    const trace *t = rep->t;
+    const replay_result *main_run = rep->runs[0].r;
+    fputs("{\"trace\":", f);
+    json_string(f, t->name);
+    fprintf(f, ",\"events\":%zu,\"peak_live\":%" PRIu64 ",\"capacity\":%" PRIu64
+               ",\"ok\":%s,\"failed_event\":%" PRIu64 ",\"record_complete\":%s,",
+            t->event_count, t->peak_live_bytes, rep->capacity, main_run->status == RELO_OK ? "true" : "false",
+            main_run->failed_event, rep->rec->failed ? "false" : "true");
+    write_runs(f, rep);
+    fputc(',', f);
+    write_relocations(f, rep->rec);
+    write_snapshots(f, rep->rec);
+    fputc('}', f);
+}
+
+bool html_write(const char *path, const html_report *rep)
+{
+    const char *page = (const char *)relo_report_page;
+    size_t size = relo_report_page_size, marker = strlen(MARKER), at = size;
+    for (size_t i = 0; i + marker <= size; i++) {
+        if (memcmp(page + i, MARKER, marker) == 0) {
+            at = i;
+            break;
+        }
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    fwrite(page, 1, at, f);
+    if (at < size) {
+        write_data(f, rep);
+        fwrite(page + at + marker, 1, size - at - marker, f);
+    }
+    bool ok = !ferror(f);
+    return fclose(f) == 0 && ok;
+}
