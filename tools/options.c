@@ -120,7 +120,12 @@ options_result options_parse(int argc, char **argv, options *o)
                 o->capacity_auto = true;
                 o->fit = true;
             } else if (!units_parse_bytes(value, &o->capacity) || o->capacity == 0) {
-                return bad(name, value);
+                fprintf(stderr,
+                        "relo-replay: invalid value '%s' for --capacity (expected auto or a byte count\n"
+                        "  such as 24G, 1.5GiB or 512M, above 0, below 16 EiB, whole bytes: a fraction\n"
+                        "  that does not come to whole bytes is refused, not rounded)\n",
+                        value);
+                return OPTIONS_EXIT_USAGE;
             }
         } else if (strcmp(name, "--layout") == 0) {
             static const char *const names[] = {"adaptive", "exclusive"};
