@@ -38,6 +38,19 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The version of the relo library the program runs with, "MAJOR.MINOR.PATCH"
+ * (RELO_VERSION_STRING of the build that made the library). Compare it with
+ * RELO_VERSION_STRING, the version the program was compiled against, to
+ * catch a mismatched shared library. Never NULL, never fails, thread-safe:
+ * the string is static.
+ */
+RELO_API const char *relo_version(void);
+
+/* ------------------------------------------------------------------------ */
 /* Objects                                                                  */
 /* ------------------------------------------------------------------------ */
 

@@ -60,9 +60,12 @@ static bool pick(const char *value, const char *const *names, int count, int *ou
     return false;
 }
 
-static options_result bad(const char *opt, const char *value)
+/* A value outside an option's choices: names them all. */
+static options_result bad_choice(const char *opt, const char *value, const char *const *names, int count)
 {
-    fprintf(stderr, "relo-replay: invalid value '%s' for %s (see --help)\n", value, opt);
+    fprintf(stderr, "relo-replay: invalid value '%s' for %s (expected ", value, opt);
+    for (int i = 0; i < count; i++)
+        fprintf(stderr, "%s%s", names[i], i + 2 < count ? ", " : i + 1 < count ? " or " : ")\n");
     return OPTIONS_EXIT_USAGE;
 }
 
@@ -93,7 +96,7 @@ options_result options_parse(int argc, char **argv, options *o)
         name[n] = '\0';
         if (eq) value = eq + 1;
         static const char *const with_value[] = {"--backend", "--capacity", "--layout", "--policy",
-                                                 "--format", "--svg"};
+                                                 "--format", "--svg", "--max-events"};
         bool wants = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             if (strcmp(name, with_value[k]) == 0) wants = true;
@@ -113,7 +116,7 @@ options_result options_parse(int argc, char **argv, options *o)
             return OPTIONS_EXIT_OK;
         } else if (strcmp(name, "--backend") == 0) {
             static const char *const names[] = {"sim", "host", "opencl"};
-            if (!pick(value, names, 3, &k)) return bad(name, value);
+            if (!pick(value, names, 3, &k)) return bad_choice(name, value, names, 3);
             o->backend = (replay_backend_kind)k;
         } else if (strcmp(name, "--capacity") == 0) {
             if (strcmp(value, "auto") == 0) {
@@ -129,18 +132,27 @@ options_result options_parse(int argc, char **argv, options *o)
             }
         } else if (strcmp(name, "--layout") == 0) {
             static const char *const names[] = {"adaptive", "exclusive"};
-            if (!pick(value, names, 2, &k)) return bad(name, value);
+            if (!pick(value, names, 2, &k)) return bad_choice(name, value, names, 2);
             o->layout = k == 0 ? RELO_LAYOUT_ADAPTIVE : RELO_LAYOUT_EXCLUSIVE;
         } else if (strcmp(name, "--policy") == 0) {
             static const char *const names[] = {"seed", "dense"};
-            if (!pick(value, names, 2, &k)) return bad(name, value);
+            if (!pick(value, names, 2, &k)) return bad_choice(name, value, names, 2);
             o->policy = k == 0 ? RELO_POLICY_SEED : RELO_POLICY_DENSE;
         } else if (strcmp(name, "--format") == 0) {
             static const char *const names[] = {"auto", "relo", "rmm"};
-            if (!pick(value, names, 3, &k)) return bad(name, value);
+            if (!pick(value, names, 3, &k)) return bad_choice(name, value, names, 3);
             o->format = (trace_format)k;
         } else if (strcmp(name, "--svg") == 0) {
             o->svg = value;
+        } else if (strcmp(name, "--max-events") == 0) {
+            if (!units_parse_count(value, &o->max_events) || o->max_events == 0) {
+                fprintf(stderr, "relo-replay: invalid value '%s' for --max-events (expected a count above 0,\n"
+                                "  such as 500000000)\n", value);
+                return OPTIONS_EXIT_USAGE;
+            }
+        } else if (strcmp(name, "--version") == 0) {
+            printf("relo-replay %s (library %s)\n", RELO_VERSION_STRING, relo_version());
+            return OPTIONS_EXIT_OK;
         } else if (strcmp(name, "--fit") == 0) {
             o->fit = true;
         } else if (strcmp(name, "--no-relocation") == 0) {
@@ -160,6 +172,16 @@ options_result options_parse(int argc, char **argv, options *o)
     o->trace_count = count;
     if (count == 0) {
         fprintf(stderr, "relo-replay: no trace given (see --help)\n");
+        return OPTIONS_EXIT_USAGE;
+    }
+    if (o->verify_full && !replay_backend_has_bytes(o->backend)) {
+        fprintf(stderr, "relo-replay: --verify-full checks bytes, and the %s backend holds none\n"
+                        "  (use --backend host or opencl)\n", replay_backend_name(o->backend));
+        return OPTIONS_EXIT_USAGE;
+    }
+    if (o->policy == RELO_POLICY_DENSE && o->layout == RELO_LAYOUT_EXCLUSIVE) {
+        fprintf(stderr, "relo-replay: --policy dense places allocations itself, and --layout exclusive\n"
+                        "  replaces that placement: the pair is no policy relo has (choose one)\n");
         return OPTIONS_EXIT_USAGE;
     }
     if (o->fit && o->backend == REPLAY_BACKEND_OPENCL) {

@@ -24,6 +24,7 @@ typedef struct options {
     bool json;
     bool quiet;
     bool verify_full;
+    uint64_t max_events;        /**< --max-events; 0 = the reader's default */
     const char *svg;
     char **traces;              /**< points into argv */
     int trace_count;
@@ -32,7 +33,7 @@ typedef struct options {
 /** What options_parse decided. */
 typedef enum options_result {
     OPTIONS_RUN = 0,    /**< run the replay */
-    OPTIONS_EXIT_OK,    /**< --help was printed */
+    OPTIONS_EXIT_OK,    /**< --help or --version was printed */
     OPTIONS_EXIT_USAGE, /**< a message was printed to stderr */
     OPTIONS_RESULT_COUNT
 } options_result;

@@ -149,12 +149,18 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.trace_count; i++) {
         trace t;
         trace_error err;
-        if (!trace_read_file(o.traces[i], o.format, &t, &err)) {
+        if (!trace_read_path(o.traces[i], o.format, o.max_events, &t, &err)) {
             trace_error_print(&err);
+            if (o.json) {
+                if (!first_json) fputs(",\n", stdout);
+                report_json_unreadable(stdout, o.traces[i], &err);
+                first_json = false;
+            }
             trace_free(&t);
             status = 2;
             continue;
         }
+        trace_print_warnings(&t, strcmp(o.traces[i], "-") == 0 ? "stdin" : o.traces[i], stderr);
         if (!o.json && !o.quiet && i > 0) fputc('\n', stdout);
         int s = replay_one(&o, o.traces[i], &t, &first_json);
         if (s > status) status = s;

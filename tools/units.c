@@ -88,6 +88,20 @@ bool units_parse_bytes(const char *text, uint64_t *out)
     return true;
 }
 
+bool units_parse_count(const char *text, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (*text == '\0') return false;
+    for (const char *p = text; *p; p++) {
+        if (*p < '0' || *p > '9') return false;
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10) return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
 char *units_format_bytes(uint64_t bytes, char *out, size_t cap)
 {
     static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

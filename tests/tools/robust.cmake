@@ -11,3 +11,35 @@ relo_add_check_file(${CMAKE_CURRENT_SOURCE_DIR}/test_replay_robust.c LABEL tools
 relo_cli_test(capacity_fraction_exact 0 "\"capacity\":19327352832," ARGS --json --capacity 0.017578125T ${_data}/tiny.trace)
 relo_cli_test(capacity_fraction_refused 2 "invalid value '0.018730341T' for --capacity \\(expected auto"
               ARGS --capacity 0.018730341T ${_data}/tiny.trace)
+
+# Messages that point a way forward.
+relo_cli_test(version 0 "^relo-replay [0-9]+\\.[0-9]+\\.[0-9]+ \\(library [0-9]+\\.[0-9]+\\.[0-9]+\\)$" ARGS --version)
+relo_cli_test(bad_backend_lists_choices 2 "invalid value 'gpu' for --backend \\(expected sim, host or opencl\\)"
+              ARGS --backend gpu ${_data}/tiny.trace)
+relo_cli_test(bad_policy_lists_choices 2 "for --policy \\(expected seed or dense\\)" ARGS --policy best ${_data}/tiny.trace)
+relo_cli_test(bad_format_lists_choices 2 "for --format \\(expected auto, relo or rmm\\)" ARGS --format csv ${_data}/tiny.trace)
+relo_cli_test(verify_full_on_sim 2 "--verify-full checks bytes, and the sim backend holds none"
+              ARGS --verify-full ${_data}/tiny.trace)
+relo_cli_test(dense_with_exclusive 2 "--policy dense places allocations itself, and --layout exclusive"
+              ARGS --policy dense --layout exclusive ${_data}/tiny.trace)
+relo_cli_test(negative_size 2 "negative_size.trace:3: size '-8192' is negative" ARGS ${_data}/negative_size.trace)
+relo_cli_test(unknown_event_hint 2 "unknown event 'hello' \\(expected 'a' or 'f'\\): an RMM log needs --format rmm"
+              ARGS ${_data}/unknown_event.trace)
+relo_cli_test(json_unreadable 2 "\"file\":\"[^\"]*nonexistent.trace\",\"ok\":false,\"status\":\"unreadable\",\"error\":\"cannot open"
+              ARGS --json ${_data}/tiny.trace ${_data}/nonexistent.trace)
+add_test(NAME tools.cli.stdin
+         COMMAND sh ${_cli} 0 "\"trace\":\"stdin\",\"file\":\"-\".*\"peak_live_bytes\":14680064"
+                 -- sh -c "$<TARGET_FILE:relo-replay> --json - < ${_data}/tiny.trace")
+set_tests_properties(tools.cli.stdin PROPERTIES LABELS tools TIMEOUT 120)
+
+# The RMM reader: a log started mid-run, "deallocate", a size that differs.
+relo_cli_test(rmm_skips_unknown_frees 0 "rmm_midrun.csv:2: warning: skipped 2 frees of pointers the log never allocated"
+              ARGS --quiet ${_data}/rmm_midrun.csv)
+relo_cli_test(rmm_size_mismatch_warns 0 "rmm_midrun.csv:8: warning: 1 free gives a size other than the allocation's"
+              ARGS --quiet ${_data}/rmm_midrun.csv)
+relo_cli_test(rmm_counts_in_json 0 "\"events\":6,.*\"skipped_frees\":2,\"size_mismatches\":1"
+              ARGS --json ${_data}/rmm_midrun.csv)
+
+# An event limit refuses a log of one pointer reused without end.
+relo_cli_test(max_events 2 "rmm_midrun.csv:8: more than 4 events, the most held in memory"
+              ARGS --max-events 4 ${_data}/rmm_midrun.csv)
