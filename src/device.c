@@ -174,6 +174,7 @@ relo_status relo_release(relo_device *device, relo_handle handle)
     if (slot) {
         if (--slot->refcount == 0) {
             relo_slice *slice = slot->slice;
+            relo__stats_freed(slice->page->pool->stream, slice->size);
             relo__pool_slice_free(slice->page->pool, slice);
             relo__handle_free(&device->handles, (uint32_t)(slot - device->handles.slots));
         }
