@@ -43,3 +43,21 @@ relo_cli_test(rmm_counts_in_json 0 "\"events\":6,.*\"skipped_frees\":2,\"size_mi
 # An event limit refuses a log of one pointer reused without end.
 relo_cli_test(max_events 2 "rmm_midrun.csv:8: more than 4 events, the most held in memory"
               ARGS --max-events 4 ${_data}/rmm_midrun.csv)
+
+# The timeline picture: steps, live under reserved, the legend above the
+# plot, few lines across it, and a failed replay said to have failed with
+# its x axis ending where the data does.
+if(RELO_PYTHON3)
+  set(_svgcheck ${CMAKE_CURRENT_SOURCE_DIR}/check_svg.py)
+  set(_growing ${PROJECT_SOURCE_DIR}/examples/traces/transformer_train_growing.trace.gz)
+  add_test(NAME tools.svg.completed
+           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --svg svg_ok.svg ${_data}/tiny.trace && ${RELO_PYTHON3} ${_svgcheck} svg_ok.svg --last-event 13"
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  add_test(NAME tools.svg.failed
+           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --capacity 100M --svg svg_failed.svg ${_growing}; [ $? = 1 ] && ${RELO_PYTHON3} ${_svgcheck} svg_failed.svg --failed --last-event 36349"
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  add_test(NAME tools.svg.many_relocations
+           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --policy dense --svg svg_dense.svg ${_growing} && ${RELO_PYTHON3} ${_svgcheck} svg_dense.svg --last-event 44959"
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(tools.svg.completed tools.svg.failed tools.svg.many_relocations PROPERTIES LABELS tools TIMEOUT 120)
+endif()
