@@ -5,7 +5,10 @@
  */
 #include <stdint.h>
 
+#include <string.h>
+
 #include "check.h"
+#include "progress.h"
 #include "replay_backend.h"
 #include "units.h"
 
@@ -46,6 +49,24 @@ CHECK_TEST(page_limit_saturates_near_two_to_the_64)
     /* Never below the request it is for, and never wrapped small. */
     for (uint64_t s = UINT64_MAX; s > UINT64_MAX - 8 * mib; s -= mib / 2)
         expect_ge(replay_backend_max_page(s), s - mib);
+}
+
+CHECK_TEST(progress_bar_fits_the_terminal)
+{
+    progress p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.label, sizeof p.label, "fit try 3 of ~9, 112 MiB: transformer_train_growing");
+    p.total = 1000;
+    static const unsigned widths[] = {20, 40, 60, 80, 120, 300};
+    for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) {
+        p.columns = widths[i];
+        char line[512];
+        size_t n = progress_format(&p, 500, line, sizeof line);
+        expect_eq(n, strlen(line));
+        expect_le(n, widths[i] > 30 ? widths[i] - 1 : 29);
+        expect_true(strstr(line, " 50%") != NULL);
+        if (widths[i] >= 40) expect_true(strstr(line, "fit try 3 of ~9") != NULL);
+    }
 }
 
 CHECK_MAIN()
