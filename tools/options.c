@@ -11,7 +11,7 @@
 void options_usage(FILE *f)
 {
     fputs(
-        "usage: relo-replay [options] TRACE...\n"
+        "usage: relo-replay [options] TRACE...   (TRACE '-' reads standard input)\n"
         "\n"
         "Replays allocation traces on a relo device and reports memory and time.\n"
         "TRACE is a relo trace (FORMAT.md; plain or .trace.gz) or an RMM CSV log.\n"
@@ -36,16 +36,25 @@ void options_usage(FILE *f)
         "  --format auto|relo|rmm     input format (auto: RMM when the first line is\n"
         "                             its CSV header)\n"
         "  --verify-full              host, opencl: check every byte, not the sparse\n"
-        "                             windows (first/last 4 KiB and 64 B per MiB)\n"
+        "                             windows (first/last 4 KiB and 64 B per MiB);\n"
+        "                             refused on sim, which holds no bytes\n"
+        "  --max-events N             refuse a trace of more than N events (default:\n"
+        "                             as many as fit in 1/8 of physical memory)\n"
         "  --json                     machine-readable report on stdout\n"
         "  --svg FILE                 timeline picture; with several traces each gets\n"
-        "                             FILE with '-TRACENAME' before its extension\n"
-        "  --quiet                    no table and no progress bar\n"
+        "                             FILE with '-TRACENAME' (then '-2', '-3' for a\n"
+        "                             name seen before) before its extension\n"
+        "  --quiet                    no table, no progress bar, no 'written' note\n"
+        "  --version                  relo-replay's and the library's versions\n"
         "  --help                     this text\n"
         "\n"
-        "exit status: 0 every replay completed; 1 a replay failed (out of memory at\n"
-        "the given capacity, a byte check failed, a relo error); 2 bad usage or an\n"
-        "unreadable trace.\n",
+        "--policy dense with --layout exclusive is refused: the layout would replace\n"
+        "the policy's placement.\n"
+        "\n"
+        "exit status (the highest that applies): 0 every replay completed; 1 a replay\n"
+        "failed (out of memory at the given capacity, a byte check failed, a relo\n"
+        "error); 2 bad usage or an unreadable trace; 3 an output file (--svg) could\n"
+        "not be written.\n",
         f);
 }
 

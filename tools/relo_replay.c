@@ -6,6 +6,7 @@
  * once with full recording, and, with --fit, replayed again on smaller
  * devices by bisection.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,13 @@
 /* Events past which a single replay earns a progress bar. */
 #define PROGRESS_MIN_EVENTS 50000u
 
-/* FILE with "-name" inserted before its extension, for several traces. */
-static void svg_path_for(const char *file, const char *name, int many, char *out, size_t cap)
+/* Exit statuses (documented in --help and docs/relo-replay.md). */
+enum { EXIT_REPLAY_FAILED = 1, EXIT_USAGE = 2, EXIT_OUTPUT = 3 };
+
+/* FILE with "-name" inserted before its extension, for several traces;
+ * "-name-N" for the Nth trace of a name already used (same = N - 1), so
+ * two traces of one name never write one file. */
+static void svg_path_for(const char *file, const char *name, int many, int same, char *out, size_t cap)
 {
     if (!many) {
         snprintf(out, cap, "%s", file);
@@ -32,7 +38,21 @@ static void svg_path_for(const char *file, const char *name, int many, char *out
     const char *slash = strrchr(file, '/');
     const char *dot = strrchr(file, '.');
     if (!dot || (slash && dot < slash)) dot = file + strlen(file);
-    snprintf(out, cap, "%.*s-%s%s", (int)(dot - file), file, name, dot);
+    if (same > 0) snprintf(out, cap, "%.*s-%s-%d%s", (int)(dot - file), file, name, same + 1, dot);
+    else snprintf(out, cap, "%.*s-%s%s", (int)(dot - file), file, name, dot);
+}
+
+/* How many of the traces before index i have the name trace i has. */
+static int same_name_before(char **paths, int i)
+{
+    trace a, b;
+    trace_set_name_from_path(&a, strcmp(paths[i], "-") == 0 ? "stdin" : paths[i]);
+    int n = 0;
+    for (int j = 0; j < i; j++) {
+        trace_set_name_from_path(&b, strcmp(paths[j], "-") == 0 ? "stdin" : paths[j]);
+        if (strcmp(a.name, b.name) == 0) n++;
+    }
+    return n;
 }
 
 static replay_config base_config(const options *o, progress *bar)
@@ -49,7 +69,7 @@ static replay_config base_config(const options *o, progress *bar)
 }
 
 /* Replays one trace as the options ask; returns the exit status it earns. */
-static int replay_one(const options *o, const char *path, const trace *t, bool *first_json)
+static int replay_one(const options *o, const char *path, const trace *t, int same, bool *first_json)
 {
     progress bar;
     progress_init(&bar, !o->quiet && (o->fit || t->event_count >= PROGRESS_MIN_EVENTS));
@@ -111,21 +131,23 @@ static int replay_one(const options *o, const char *path, const trace *t, bool *
     if (main_run.status != RELO_OK) {
         fprintf(stderr, "%s: replay failed at event %llu: %s\n", path,
                 (unsigned long long)main_run.failed_event + 1, main_run.error);
-        status = 1;
+        status = EXIT_REPLAY_FAILED;
     }
     if (o->fit && !fit.found) {
         if (fit.status != RELO_OK && main_run.status == RELO_OK)
             fprintf(stderr, "%s: fit search failed: %s\n", path, fit.error);
-        status = 1;
+        status = EXIT_REPLAY_FAILED;
     }
     if (o->svg) {
         char file[4096];
-        svg_path_for(o->svg, t->name, o->trace_count > 1, file, sizeof file);
+        svg_path_for(o->svg, t->name, o->trace_count > 1, same, file, sizeof file);
         if (!main_run.samples.points) {
             fprintf(stderr, "%s: no timeline recorded, %s not written\n", path, file);
         } else if (!svg_write(file, &rep)) {
-            perror(file);
-            status = 1;
+            fprintf(stderr, "%s: cannot write the SVG: %s\n", file, strerror(errno));
+            status = EXIT_OUTPUT;
+        } else if (!o->quiet) {
+            fprintf(stderr, "%s: timeline written to %s\n", path, file);
         }
     }
     replay_result_free(&main_run);
@@ -137,11 +159,11 @@ int main(int argc, char **argv)
     options o;
     options_result parsed = options_parse(argc, argv, &o);
     if (parsed == OPTIONS_EXIT_OK) return 0;
-    if (parsed != OPTIONS_RUN) return 2;
+    if (parsed != OPTIONS_RUN) return EXIT_USAGE;
     if (!replay_backend_available(o.backend)) {
         fprintf(stderr, "relo-replay: the %s backend was not built into this relo-replay\n",
                 replay_backend_name(o.backend));
-        return 2;
+        return EXIT_USAGE;
     }
     int status = 0;
     bool first_json = true;
@@ -157,12 +179,12 @@ int main(int argc, char **argv)
                 first_json = false;
             }
             trace_free(&t);
-            status = 2;
+            if (status < EXIT_USAGE) status = EXIT_USAGE;
             continue;
         }
         trace_print_warnings(&t, strcmp(o.traces[i], "-") == 0 ? "stdin" : o.traces[i], stderr);
         if (!o.json && !o.quiet && i > 0) fputc('\n', stdout);
-        int s = replay_one(&o, o.traces[i], &t, &first_json);
+        int s = replay_one(&o, o.traces[i], &t, same_name_before(o.traces, i), &first_json);
         if (s > status) status = s;
         trace_free(&t);
     }

@@ -61,3 +61,14 @@ if(RELO_PYTHON3)
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(tools.svg.completed tools.svg.failed tools.svg.many_relocations PROPERTIES LABELS tools TIMEOUT 120)
 endif()
+
+# Output files: where the SVG went, one file per trace even for two traces
+# of one name, and an exit status of its own when it cannot be written.
+relo_cli_test(svg_written_note 0 "tiny.trace: timeline written to .*svg_note.svg"
+              ARGS --svg ${CMAKE_CURRENT_BINARY_DIR}/svg_note.svg ${_data}/tiny.trace)
+relo_cli_test(svg_unwritable 3 "nonexistent-dir/x.svg: cannot write the SVG"
+              ARGS --svg ${CMAKE_CURRENT_BINARY_DIR}/nonexistent-dir/x.svg ${_data}/tiny.trace)
+add_test(NAME tools.cli.svg_same_name
+         COMMAND sh -c "rm -rf same && mkdir -p same/a same/b && cp ${_data}/tiny.trace same/a/t.trace && cp ${_data}/tiny.trace same/b/t.trace && $<TARGET_FILE:relo-replay> --quiet --svg same/p.svg same/a/t.trace same/b/t.trace && test -s same/p-t.svg && test -s same/p-t-2.svg"
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(tools.cli.svg_same_name PROPERTIES LABELS tools TIMEOUT 120)
