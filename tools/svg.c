@@ -300,8 +300,8 @@ bool svg_write(const char *path, const report *rep)
     const options *o = rep->o;
     if (rep->fit && rep->fit->found)
         snprintf(fit, sizeof fit, " · fit ratio %.3f", (double)rep->fit->capacity / (double)rep->t->peak_live_bytes);
-    fprintf(f, "<text x=\"%d\" y=\"50\" class=\"sub\">relo-replay · %s backend · %s layout · %s policy · relocation %s · "
-               "capacity %s · %zu events · peak reserved / live %.3f%s</text>\n",
+    fprintf(f, "<text x=\"%d\" y=\"50\" class=\"sub\">%s backend · %s layout · %s policy · relocation %s · "
+               "capacity %s · %zu events · peak reserved/live %.3f%s</text>\n",
             LEFT, replay_backend_name(o->backend), o->layout == RELO_LAYOUT_EXCLUSIVE ? "exclusive" : "adaptive",
             o->policy == RELO_POLICY_DENSE ? "dense" : "seed",
             o->relocation == RELO_RELOCATION_OFF ? "off" : "auto",
