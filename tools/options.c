@@ -189,8 +189,9 @@ options_result options_parse(int argc, char **argv, options *o)
         return OPTIONS_EXIT_USAGE;
     }
     if (o->policy == RELO_POLICY_DENSE && o->layout == RELO_LAYOUT_EXCLUSIVE) {
-        fprintf(stderr, "relo-replay: --policy dense places allocations itself, and --layout exclusive\n"
-                        "  replaces that placement: the pair is no policy relo has (choose one)\n");
+        fprintf(stderr, "relo-replay: --policy dense and --layout exclusive do not combine: the exclusive\n"
+                        "  layout replaces the dense policy's placement, so the report would name a\n"
+                        "  policy that did not run (choose one)\n");
         return OPTIONS_EXIT_USAGE;
     }
     if (o->fit && o->backend == REPLAY_BACKEND_OPENCL) {

@@ -20,7 +20,7 @@ relo_cli_test(bad_policy_lists_choices 2 "for --policy \\(expected seed or dense
 relo_cli_test(bad_format_lists_choices 2 "for --format \\(expected auto, relo or rmm\\)" ARGS --format csv ${_data}/tiny.trace)
 relo_cli_test(verify_full_on_sim 2 "--verify-full checks bytes, and the sim backend holds none"
               ARGS --verify-full ${_data}/tiny.trace)
-relo_cli_test(dense_with_exclusive 2 "--policy dense places allocations itself, and --layout exclusive"
+relo_cli_test(dense_with_exclusive 2 "--policy dense and --layout exclusive do not combine"
               ARGS --policy dense --layout exclusive ${_data}/tiny.trace)
 relo_cli_test(negative_size 2 "negative_size.trace:3: size '-8192' is negative" ARGS ${_data}/negative_size.trace)
 relo_cli_test(unknown_event_hint 2 "unknown event 'hello' \\(expected 'a' or 'f'\\): an RMM log needs --format rmm"
