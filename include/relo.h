@@ -47,6 +47,19 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The version of the relo library the program runs with, "MAJOR.MINOR.PATCH"
+ * (RELO_VERSION_STRING of the build that made the library). Compare it with
+ * RELO_VERSION_STRING, the version the program was compiled against, to
+ * catch a mismatched shared library. Never NULL, never fails, thread-safe:
+ * the string is static.
+ */
+RELO_API const char *relo_version(void);
+
+/* ------------------------------------------------------------------------ */
 /* Objects                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -596,7 +609,12 @@ RELO_API void relo_graph_destroy(relo_graph *graph);
     X(longest_pass_ns, "longest relocation or compaction pass, planning to commit (ns)") \
     X(pages_released, "pages given back to the backend")                       \
     X(backend_allocs, "buffers the backend allocated")                         \
-    X(backend_frees, "buffers given back to the backend")
+    X(backend_frees, "buffers given back to the backend")                      \
+    X(peak_bytes_in_use, "highest bytes_in_use seen")                          \
+    X(allocations_total, "allocations ever made (relo_reserve calls that succeeded)") \
+    X(bytes_allocated_total, "requested bytes of every allocation ever made")  \
+    X(frees_total, "allocations freed (their last owner released them)")       \
+    X(bytes_freed_total, "requested bytes of every allocation freed")
 
 /** Counters of a stream or a whole device (the sum of its streams). */
 typedef struct relo_stats {
@@ -607,7 +625,7 @@ typedef struct relo_stats {
 #undef RELO_X_
 } relo_stats;
 
-#define RELO_STATS_VERSION 1u
+#define RELO_STATS_VERSION 2u /* 2: peak_bytes_in_use and the totals */
 
 /** Fills every field of *out for the whole device. Never fails for valid
  *  arguments; RELO_ERR_INVALID_ARGUMENT for NULLs. */
@@ -622,7 +640,14 @@ RELO_API relo_status relo_stats_print(const relo_stats *stats, FILE *f);
 /**
  * Writes one JSON object to f: {"stats": {...}, "streams": [{"pools":
  * [{"kind", "page_size", "pages", "outdated_pages", "guarded_pages",
- * "bytes_in_use", "bytes_reserved", ...}]}]}.
+ * "bytes_in_use", "bytes_reserved", "largest_free", "page_map": [...]}]}]}.
+ * The page map lists each page of the pool ("index", "size", "address",
+ * "outdated", "guards", "fenced", "pending", "largest_free") with every
+ * slice in address order: "offset", "length" (bytes of the page it
+ * covers), "size" (requested), "state" (FREE, LIVE, TARGET, LEAKED) and
+ * "handle" (the id of a LIVE slice, else null). "largest_free" is the
+ * longest FREE slice of the page or pool: the largest request it can
+ * serve without a new page. Costs time linear in the slices held.
  * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT, RELO_ERR_BACKEND (f failed).
  */
 RELO_API relo_status relo_device_report_json(relo_device *device, FILE *f);

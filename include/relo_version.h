@@ -1,6 +1,7 @@
 /*
  * relo_version.h — the library's version, for compile-time and run-time
- * checks.
+ * checks: these macros are the version a program was compiled against;
+ * relo_version() (relo.h) returns the version of the library it runs with.
  */
 #ifndef RELO_VERSION_H
 #define RELO_VERSION_H

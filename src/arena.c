@@ -39,9 +39,10 @@ relo_fit relo__arena_fit(const relo_arena *arena, uint64_t size, uint64_t *grow_
         return RELO_FIT_GROW;
     }
     /* page = clamp(roundup(roundup(size + 1 MiB, 1 MiB), alignment), floor,
-     * max page); size ≤ max page here, far from overflow. */
+     * max page); a backend may lend pages up to 2^64 - 1 bytes, so the sum
+     * saturates and a rounding that overflows clamps to the max page. */
     uint64_t mib;
-    if (!relo__round_up(size + RELO_MiB, RELO_MiB, &mib)) mib = arena->max_page;
+    if (!relo__round_up(relo__add_sat(size, RELO_MiB), RELO_MiB, &mib)) mib = arena->max_page;
     uint64_t page;
     if (!relo__round_up(mib, arena->alignment, &page)) page = arena->max_page;
     if (page < arena->floor) page = arena->floor;

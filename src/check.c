@@ -92,6 +92,17 @@ static bool check_device(relo_device *d, const char **why)
         *why = "device reserved bytes differ from the sum of its streams";
         return false;
     }
+    relo_stats st;
+    relo__device_stats(d, &st);
+    if (st.bytes_allocated_total - st.bytes_freed_total != st.bytes_in_use ||
+        st.allocations_total - st.frees_total != st.allocations) {
+        *why = "totals allocated less freed differ from what is in use";
+        return false;
+    }
+    if (st.peak_bytes_in_use < st.bytes_in_use) {
+        *why = "peak bytes in use is below bytes in use";
+        return false;
+    }
     if (allocations != d->handles.live) {
         *why = "live handles differ from live allocations";
         return false;

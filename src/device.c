@@ -200,9 +200,12 @@ relo_status relo_release(relo_device *device, relo_handle handle)
         if (--slot->refcount == 0) {
             relo_slice *slice = slot->slice;
             slice->page->pins -= slot->pins;
-            /* A source of the open pass stays until the pass closes: a copy
-             * may be reading it. */
-            if (!relo__pass_drop(device, slice)) relo__pool_slice_free(slice->page->pool, slice);
+            /* A source of the open pass stays until the pass closes (a copy
+             * may be reading it), and counts as freed then. */
+            if (!relo__pass_drop(device, slice)) {
+                relo__stats_freed(slice->page->pool->stream, slice->size);
+                relo__pool_slice_free(slice->page->pool, slice);
+            }
             relo__handle_free(&device->handles, (uint32_t)(slot - device->handles.slots));
         }
         st = RELO_OK;

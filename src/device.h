@@ -44,6 +44,7 @@ struct relo_device {
 
     uint64_t bytes_reserved;        /* every page held, every stream */
     uint64_t peak_bytes_reserved;
+    uint64_t peak_bytes_in_use;     /* highest bytes_allocated_total - bytes_freed_total */
     relo_counters counters;         /* device totals, outliving streams */
 
     uint64_t relocation_passes;     /* passes started */

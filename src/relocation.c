@@ -349,7 +349,10 @@ bool relo__pass_close(relo_pass *plan, relo_copy_outcome outcome)
             relo_move *mv = &plan->moves[i];
             if (outcome == RELO_COPY_LANDED && mv->fate == RELO_FATE_PLANNED) continue;
             if (outcome != RELO_COPY_UNKNOWN) relo__pool_slice_free(mv->dst->page->pool, mv->dst);
-            if (mv->fate == RELO_FATE_DROPPED) relo__pool_slice_free(mv->src->page->pool, mv->src);
+            if (mv->fate == RELO_FATE_DROPPED) {
+                relo__stats_freed(mv->src->page->pool->stream, mv->src->size);
+                relo__pool_slice_free(mv->src->page->pool, mv->src);
+            }
         }
     }
     uint64_t pause = now_ns() - plan->started_ns;

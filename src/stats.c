@@ -45,6 +45,7 @@ void relo__stream_stats(const struct relo_stream *s, relo_stats *out)
     add_gauges(s, out);
     set_counters(&s->counters, out);
     out->peak_bytes_reserved = s->peak_bytes_reserved;
+    out->peak_bytes_in_use = s->peak_bytes_in_use;
 }
 
 void relo__device_stats(const struct relo_device *d, relo_stats *out)
@@ -55,6 +56,34 @@ void relo__device_stats(const struct relo_device *d, relo_stats *out)
     for (uint32_t i = 0; i < d->stream_count; i++) add_gauges(d->streams[i], out);
     set_counters(&d->counters, out);
     out->peak_bytes_reserved = d->peak_bytes_reserved;
+    out->peak_bytes_in_use = d->peak_bytes_in_use;
+}
+
+/* Bytes in use follow from the totals, so the peak needs no gauge walk. */
+static void raise_peak(const relo_counters *c, uint64_t *peak)
+{
+    uint64_t in_use = c->bytes_allocated_total - c->bytes_freed_total;
+    if (in_use > *peak) *peak = in_use;
+}
+
+void relo__stats_allocated(struct relo_stream *s, uint64_t size)
+{
+    relo_device *d = s->device;
+    s->counters.allocations_total++;
+    s->counters.bytes_allocated_total += size;
+    d->counters.allocations_total++;
+    d->counters.bytes_allocated_total += size;
+    raise_peak(&s->counters, &s->peak_bytes_in_use);
+    raise_peak(&d->counters, &d->peak_bytes_in_use);
+}
+
+void relo__stats_freed(struct relo_stream *s, uint64_t size)
+{
+    relo_device *d = s->device;
+    s->counters.frees_total++;
+    s->counters.bytes_freed_total += size;
+    d->counters.frees_total++;
+    d->counters.bytes_freed_total += size;
 }
 
 relo_status relo_device_stats(relo_device *device, relo_stats *out)
@@ -96,21 +125,54 @@ void relo__stats_json(const relo_stats *stats, FILE *f)
     fputc('}', f);
 }
 
-static void pool_json(const relo_pool *p, FILE *f)
+/* One page: its place, its marks, and every slice in address order. */
+static uint64_t page_json(const relo_device *d, const relo_pool *p, const relo_page *pg, FILE *f)
+{
+    uint64_t largest = 0;
+    fprintf(f,
+            "{\"index\": %" PRIu32 ", \"size\": %" PRIu64 ", \"address\": %" PRIu64 ", \"order\": %" PRIu64
+            ", \"outdated\": %s, \"guards\": %" PRIu32 ", \"fenced\": %s, \"pending\": %s"
+            ", \"occupied_bytes\": %" PRIu64 ", \"slices\": [",
+            pg->index, pg->size, pg->address, pg->order, p->outdated ? "true" : "false", pg->guards,
+            pg->fenced ? "true" : "false", pg->pending ? "true" : "false", pg->occupied_bytes);
+    for (const relo_slice *sl = pg->first; sl; sl = sl->next) {
+        fprintf(f, "%s{\"offset\": %" PRIu64 ", \"length\": %" PRIu64 ", \"size\": %" PRIu64
+                   ", \"state\": \"%s\", \"handle\": ",
+                sl == pg->first ? "" : ", ", sl->offset, sl->length, sl->size,
+                relo__slice_state_name((relo_slice_state)sl->state));
+        if (sl->state == RELO_SLICE_LIVE)
+            fprintf(f, "%" PRIu64 "}", relo__handle_of(&d->handles, sl->slot).id);
+        else
+            fputs("null}", f);
+        if (sl->state == RELO_SLICE_FREE && sl->length > largest) largest = sl->length;
+    }
+    fprintf(f, "], \"largest_free\": %" PRIu64 "}", largest);
+    return largest;
+}
+
+static void pool_json(const relo_device *d, const relo_pool *p, FILE *f)
 {
     uint64_t outdated = p->outdated ? p->page_count : 0;
     fprintf(f,
             "{\"name\": \"%s\", \"kind\": \"%s\", \"slot\": %d, \"page_size\": %" PRIu64
             ", \"pages\": %" PRIu32 ", \"outdated\": %s, \"outdated_pages\": %" PRIu64
             ", \"guarded_pages\": %" PRIu64 ", \"allocations\": %" PRIu64 ", \"bytes_in_use\": %" PRIu64
-            ", \"bytes_padding\": %" PRIu64 ", \"bytes_reserved\": %" PRIu64 "}",
+            ", \"bytes_padding\": %" PRIu64 ", \"bytes_reserved\": %" PRIu64 ", \"page_map\": [",
             p->name, relo__pool_kind_name(p->kind), p->slot, p->page_size, p->page_count,
             p->outdated ? "true" : "false", outdated, p->guarded_pages, p->allocations, p->bytes_in_use,
             p->bytes_padding, p->bytes_reserved);
+    uint64_t largest = 0;
+    for (uint32_t i = 0; i < p->page_count; i++) {
+        if (i) fputs(", ", f);
+        uint64_t l = page_json(d, p, p->pages[i], f);
+        if (l > largest) largest = l;
+    }
+    fprintf(f, "], \"largest_free\": %" PRIu64 "}", largest);
 }
 
 /* The pools of one stream as the items of a JSON array. */
 typedef struct pool_json_list {
+    const relo_device *d;
     FILE *f;
     uint32_t written;
 } pool_json_list;
@@ -119,7 +181,7 @@ static void pool_json_item(relo_pool *p, void *user)
 {
     pool_json_list *list = user;
     if (list->written++) fputs(", ", list->f);
-    pool_json(p, list->f);
+    pool_json(list->d, p, list->f);
 }
 
 relo_status relo_device_report_json(relo_device *device, FILE *f)
@@ -140,7 +202,7 @@ relo_status relo_device_report_json(relo_device *device, FILE *f)
         fprintf(f, "%s{\"index\": %" PRIu32 ", \"stats\": ", i ? ", " : "", i);
         relo__stats_json(&ss, f);
         fprintf(f, ", \"arena_page_size\": %" PRIu64 ", \"pools\": [", s->arena.page_size);
-        pool_json_list list = {f, 0};
+        pool_json_list list = {device, f, 0};
         relo__stream_each_pool(device->streams[i], pool_json_item, &list);
         fputs("]}", f);
     }

@@ -16,7 +16,8 @@
  * are summed from the pools. */
 #define RELO_COUNTER_LIST(X)                                                   \
     X(relocations) X(relocations_abandoned) X(allocations_moved) X(bytes_moved) \
-    X(bytes_leaked) X(pages_released) X(backend_allocs) X(backend_frees) X(longest_pass_ns)
+    X(bytes_leaked) X(pages_released) X(backend_allocs) X(backend_frees) X(longest_pass_ns) \
+    X(allocations_total) X(bytes_allocated_total) X(frees_total) X(bytes_freed_total)
 
 typedef struct relo_counters {
 #define RELO_X_(name) uint64_t name;
@@ -26,6 +27,14 @@ typedef struct relo_counters {
 
 struct relo_stream;
 struct relo_device;
+
+/** Counts a reservation of size bytes on stream (and its device) and
+ *  raises the peaks of bytes in use. The device lock is held. */
+void relo__stats_allocated(struct relo_stream *stream, uint64_t size);
+
+/** Counts the free of an allocation of size bytes on stream. The device
+ *  lock is held. Never fails. */
+void relo__stats_freed(struct relo_stream *stream, uint64_t size);
 
 /** Fills out for one stream (gauges from its pools, its counters). */
 void relo__stream_stats(const struct relo_stream *stream, relo_stats *out);

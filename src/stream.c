@@ -189,6 +189,7 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
         return st;
     }
     d->handles.slots[slot].slice = slice;
+    relo__stats_allocated(s, size);
     *out = relo__handle_of(&d->handles, slot);
     return RELO_OK;
 }

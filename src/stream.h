@@ -46,6 +46,7 @@ struct relo_stream {
     uint64_t relocation_pass;        /* last pass that counted this stream */
     uint64_t bytes_reserved;         /* pages held by this stream */
     uint64_t peak_bytes_reserved;
+    uint64_t peak_bytes_in_use;      /* highest bytes_allocated_total - bytes_freed_total */
 };
 
 /** Calls fn on every pool of the stream (arena pools included), always in

@@ -8,16 +8,32 @@
 
 #include "units.h"
 
-/* One replay at capacity: 1 = completed, 0 = out of memory, -1 = error. */
-static int try_capacity(const trace *t, const replay_config *base, uint64_t capacity, fit_result *out)
+/* Replays bisection needs to bring [lo, hi] within tolerance. */
+static unsigned halvings(uint64_t lo, uint64_t hi)
+{
+    unsigned n = 0;
+    double gap = (double)(hi - lo);
+    while (gap > (double)lo * FIT_TOLERANCE && n < 64) {
+        gap /= 2;
+        n++;
+    }
+    return n;
+}
+
+/* One replay at capacity: 1 = completed, 0 = out of memory, -1 = error.
+ * expected is the number of replays the search is now expected to take. */
+static int try_capacity(const trace *t, const replay_config *base, uint64_t capacity, unsigned expected,
+                        fit_result *out)
 {
     replay_config cfg = *base;
     cfg.capacity = capacity;
     cfg.record = false;
     if (cfg.progress) {
         char label[96], cap[32];
-        snprintf(label, sizeof label, "%.40s fit %u: %s", t->name, out->replays + 1,
-                 units_format_bytes(capacity, cap, sizeof cap));
+        unsigned k = out->replays + 1;
+        /* What changes first, so a narrow terminal cuts the name instead. */
+        snprintf(label, sizeof label, "fit try %u of %s%u, %s: %.40s", k, expected > k ? "~" : "",
+                 expected > k ? expected : k, units_format_bytes(capacity, cap, sizeof cap), t->name);
         progress_begin(cfg.progress, label, t->event_count);
     }
     replay_result r;
@@ -38,7 +54,9 @@ bool fit_search(const trace *t, const replay_config *cfg, uint64_t upper_hint, f
     memset(out, 0, sizeof *out);
     uint64_t start = replay_now_ns();
     uint64_t lo = t->peak_live_bytes ? t->peak_live_bytes : 1;
-    int v = try_capacity(t, cfg, lo, out);
+    uint64_t hi = upper_hint > lo ? upper_hint : lo + lo / 4 + 1;
+    /* The expected count: peak live, the hint, then the halvings between. */
+    int v = try_capacity(t, cfg, lo, 2 + halvings(lo, hi), out);
     if (v < 0) goto done;
     if (v == 1) {
         out->found = true;
@@ -46,9 +64,8 @@ bool fit_search(const trace *t, const replay_config *cfg, uint64_t upper_hint, f
         goto done;
     }
     out->failed_below = lo;
-    uint64_t hi = upper_hint > lo ? upper_hint : lo + lo / 4 + 1;
     for (int step = 0;; step++) {
-        v = try_capacity(t, cfg, hi, out);
+        v = try_capacity(t, cfg, hi, out->replays + 1 + halvings(lo, hi), out);
         if (v < 0) goto done;
         if (v == 1) break;
         lo = hi;
@@ -64,7 +81,7 @@ bool fit_search(const trace *t, const replay_config *cfg, uint64_t upper_hint, f
     /* lo failed and hi completed: halve the gap until it is within tolerance. */
     while ((double)(hi - lo) > (double)lo * FIT_TOLERANCE) {
         uint64_t mid = lo + (hi - lo) / 2;
-        v = try_capacity(t, cfg, mid, out);
+        v = try_capacity(t, cfg, mid, out->replays + halvings(lo, hi), out);
         if (v < 0) goto done;
         if (v == 1) hi = mid;
         else lo = mid;

@@ -11,7 +11,7 @@
 void options_usage(FILE *f)
 {
     fputs(
-        "usage: relo-replay [options] TRACE...\n"
+        "usage: relo-replay [options] TRACE...   (TRACE '-' reads standard input)\n"
         "\n"
         "Replays allocation traces on a relo device and reports memory and time.\n"
         "TRACE is a relo trace (docs/trace-format.md; plain or .trace.gz) or an\n"
@@ -37,7 +37,10 @@ void options_usage(FILE *f)
         "  --format auto|relo|rmm     input format (auto: RMM when the first line is\n"
         "                             its CSV header)\n"
         "  --verify-full              host, opencl: check every byte, not the sparse\n"
-        "                             windows (first/last 4 KiB and 64 B per MiB)\n"
+        "                             windows (first/last 4 KiB and 64 B per MiB);\n"
+        "                             refused on sim, which holds no bytes\n"
+        "  --max-events N             refuse a trace of more than N events (default:\n"
+        "                             as many as fit in 1/8 of physical memory)\n"
         "  --baseline pytorch|pytorch-expandable\n"
         "                             also replay the trace through a model of\n"
         "                             PyTorch's caching allocator (classic, or with\n"
@@ -45,18 +48,24 @@ void options_usage(FILE *f)
         "                             with --fit find its fit too; repeatable\n"
         "  --json                     machine-readable report on stdout\n"
         "  --svg FILE                 timeline picture; with several traces each gets\n"
-        "                             FILE with '-TRACENAME' before its extension\n"
+        "                             FILE with '-TRACENAME' (then '-2', '-3' for a\n"
+        "                             name seen before) before its extension\n"
         "  --html FILE                interactive report (one self-contained page):\n"
         "                             timeline of this replay, the other policy and\n"
         "                             the baselines, with zoom, pan and hover; page\n"
         "                             maps at kept events; relocations. Several\n"
         "                             traces: as for --svg\n"
-        "  --quiet                    no table and no progress bar\n"
+        "  --quiet                    no table, no progress bar, no 'written' note\n"
+        "  --version                  relo-replay's and the library's versions\n"
         "  --help                     this text\n"
         "\n"
-        "exit status: 0 every replay completed; 1 a replay failed (out of memory at\n"
-        "the given capacity, a byte check failed, a relo error); 2 bad usage or an\n"
-        "unreadable trace.\n",
+        "--policy dense with --layout exclusive is refused: the layout would replace\n"
+        "the policy's placement.\n"
+        "\n"
+        "exit status (the highest that applies): 0 every replay completed; 1 a replay\n"
+        "failed (out of memory at the given capacity, a byte check failed, a relo\n"
+        "error); 2 bad usage or an unreadable trace; 3 an output file (--svg) could\n"
+        "not be written.\n",
         f);
 }
 
@@ -71,9 +80,12 @@ static bool pick(const char *value, const char *const *names, int count, int *ou
     return false;
 }
 
-static options_result bad(const char *opt, const char *value)
+/* A value outside an option's choices: names them all. */
+static options_result bad_choice(const char *opt, const char *value, const char *const *names, int count)
 {
-    fprintf(stderr, "relo-replay: invalid value '%s' for %s (see --help)\n", value, opt);
+    fprintf(stderr, "relo-replay: invalid value '%s' for %s (expected ", value, opt);
+    for (int i = 0; i < count; i++)
+        fprintf(stderr, "%s%s", names[i], i + 2 < count ? ", " : i + 1 < count ? " or " : ")\n");
     return OPTIONS_EXIT_USAGE;
 }
 
@@ -104,7 +116,7 @@ options_result options_parse(int argc, char **argv, options *o)
         name[n] = '\0';
         if (eq) value = eq + 1;
         static const char *const with_value[] = {"--backend", "--capacity", "--layout", "--policy",
-                                                 "--format", "--svg", "--baseline", "--html"};
+                                                 "--format", "--svg", "--baseline", "--html", "--max-events"};
         bool wants = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             if (strcmp(name, with_value[k]) == 0) wants = true;
@@ -124,26 +136,31 @@ options_result options_parse(int argc, char **argv, options *o)
             return OPTIONS_EXIT_OK;
         } else if (strcmp(name, "--backend") == 0) {
             static const char *const names[] = {"sim", "host", "opencl"};
-            if (!pick(value, names, 3, &k)) return bad(name, value);
+            if (!pick(value, names, 3, &k)) return bad_choice(name, value, names, 3);
             o->backend = (replay_backend_kind)k;
         } else if (strcmp(name, "--capacity") == 0) {
             if (strcmp(value, "auto") == 0) {
                 o->capacity_auto = true;
                 o->fit = true;
             } else if (!units_parse_bytes(value, &o->capacity) || o->capacity == 0) {
-                return bad(name, value);
+                fprintf(stderr,
+                        "relo-replay: invalid value '%s' for --capacity (expected auto or a byte count\n"
+                        "  such as 24G, 1.5GiB or 512M, above 0, below 16 EiB, whole bytes: a fraction\n"
+                        "  that does not come to whole bytes is refused, not rounded)\n",
+                        value);
+                return OPTIONS_EXIT_USAGE;
             }
         } else if (strcmp(name, "--layout") == 0) {
             static const char *const names[] = {"adaptive", "exclusive"};
-            if (!pick(value, names, 2, &k)) return bad(name, value);
+            if (!pick(value, names, 2, &k)) return bad_choice(name, value, names, 2);
             o->layout = k == 0 ? RELO_LAYOUT_ADAPTIVE : RELO_LAYOUT_EXCLUSIVE;
         } else if (strcmp(name, "--policy") == 0) {
             static const char *const names[] = {"seed", "dense"};
-            if (!pick(value, names, 2, &k)) return bad(name, value);
+            if (!pick(value, names, 2, &k)) return bad_choice(name, value, names, 2);
             o->policy = k == 0 ? RELO_POLICY_SEED : RELO_POLICY_DENSE;
         } else if (strcmp(name, "--format") == 0) {
             static const char *const names[] = {"auto", "relo", "rmm"};
-            if (!pick(value, names, 3, &k)) return bad(name, value);
+            if (!pick(value, names, 3, &k)) return bad_choice(name, value, names, 3);
             o->format = (trace_format)k;
         } else if (strcmp(name, "--baseline") == 0) {
             baseline_kind b;
@@ -157,6 +174,15 @@ options_result options_parse(int argc, char **argv, options *o)
             o->svg = value;
         } else if (strcmp(name, "--html") == 0) {
             o->html = value;
+        } else if (strcmp(name, "--max-events") == 0) {
+            if (!units_parse_count(value, &o->max_events) || o->max_events == 0) {
+                fprintf(stderr, "relo-replay: invalid value '%s' for --max-events (expected a count above 0,\n"
+                                "  such as 500000000)\n", value);
+                return OPTIONS_EXIT_USAGE;
+            }
+        } else if (strcmp(name, "--version") == 0) {
+            printf("relo-replay %s (library %s)\n", RELO_VERSION_STRING, relo_version());
+            return OPTIONS_EXIT_OK;
         } else if (strcmp(name, "--fit") == 0) {
             o->fit = true;
         } else if (strcmp(name, "--no-relocation") == 0) {
@@ -176,6 +202,17 @@ options_result options_parse(int argc, char **argv, options *o)
     o->trace_count = count;
     if (count == 0) {
         fprintf(stderr, "relo-replay: no trace given (see --help)\n");
+        return OPTIONS_EXIT_USAGE;
+    }
+    if (o->verify_full && !replay_backend_has_bytes(o->backend)) {
+        fprintf(stderr, "relo-replay: --verify-full checks bytes, and the %s backend holds none\n"
+                        "  (use --backend host or opencl)\n", replay_backend_name(o->backend));
+        return OPTIONS_EXIT_USAGE;
+    }
+    if (o->policy == RELO_POLICY_DENSE && o->layout == RELO_LAYOUT_EXCLUSIVE) {
+        fprintf(stderr, "relo-replay: --policy dense and --layout exclusive do not combine: the exclusive\n"
+                        "  layout replaces the dense policy's placement, so the report would name a\n"
+                        "  policy that did not run (choose one)\n");
         return OPTIONS_EXIT_USAGE;
     }
     if (o->fit && o->backend == REPLAY_BACKEND_OPENCL) {

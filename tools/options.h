@@ -25,6 +25,7 @@ typedef struct options {
     bool json;
     bool quiet;
     bool verify_full;
+    uint64_t max_events;        /**< --max-events; 0 = the reader's default */
     const char *svg;
     const char *html;           /**< --html: the interactive report's file */
     bool baselines[BASELINE_KIND_COUNT]; /**< --baseline: models replayed beside relo */
@@ -35,7 +36,7 @@ typedef struct options {
 /** What options_parse decided. */
 typedef enum options_result {
     OPTIONS_RUN = 0,    /**< run the replay */
-    OPTIONS_EXIT_OK,    /**< --help was printed */
+    OPTIONS_EXIT_OK,    /**< --help or --version was printed */
     OPTIONS_EXIT_USAGE, /**< a message was printed to stderr */
     OPTIONS_RESULT_COUNT
 } options_result;

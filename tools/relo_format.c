@@ -28,6 +28,9 @@ static bool fail_number(relo_parser *p, const char *what, parse_field f, parse_r
     parse_quote(f.s, f.n, q, sizeof q);
     if (pr == PARSE_OVERFLOW)
         return trace_fail(p->err, p->name, p->r->line_no, "%s '%s' does not fit in 64 bits", what, q);
+    if (f.n > 1 && f.s[0] == '-' && parse_u64_dec(f.s + 1, f.n - 1, &(uint64_t){0}) != PARSE_NOT_NUMBER)
+        return trace_fail(p->err, p->name, p->r->line_no,
+                          "%s '%s' is negative (expected a whole number from 0 to 2^64-1)", what, q);
     return trace_fail(p->err, p->name, p->r->line_no, "%s '%s' is not a number", what, q);
 }
 
@@ -116,6 +119,7 @@ static bool parse_alloc(relo_parser *p, const parse_field *f, size_t count)
     trace *t = p->t;
     if (t->alloc_count == UINT32_MAX)
         return trace_fail(p->err, p->name, line, "more than %u allocations", UINT32_MAX - 1u);
+    if (trace_full(t)) return trace_fail_full(p->err, p->name, line, t);
     uint16_t si;
     if (!trace_stream_index(t, stream, &si))
         return trace_fail(p->err, p->name, line, "more than %u distinct streams", TRACE_MAX_STREAMS);
@@ -141,6 +145,7 @@ static bool parse_free(relo_parser *p, const parse_field *f, size_t count)
         return trace_fail(p->err, p->name, line, "free of id %llu, which is not live (already freed)",
                           (unsigned long long)id);
     trace *t = p->t;
+    if (trace_full(t)) return trace_fail_full(p->err, p->name, line, t);
     const trace_event *a = &t->events[value >> 1];
     /* Copy before pushing: the push may move the event array. */
     uint32_t alloc = a->alloc;
@@ -166,7 +171,13 @@ static bool parse_line(relo_parser *p, const char *line, size_t n)
     if (parse_field_is(f[0], "f")) return parse_free(p, f, count);
     char q[48];
     parse_quote(f[0].s, f[0].n, q, sizeof q);
-    return trace_fail(p->err, p->name, p->r->line_no, "unknown event '%s' (expected 'a' or 'f')", q);
+    if (memchr(line + i, ',', n - i))
+        return trace_fail(p->err, p->name, p->r->line_no,
+                          "unknown event '%s' (expected 'a' or 'f'): this line has commas, an RMM log? "
+                          "try --format rmm", q);
+    return trace_fail(p->err, p->name, p->r->line_no,
+                      "unknown event '%s' (expected 'a' or 'f'): an RMM log needs --format rmm, a "
+                      "PyTorch snapshot relo-torch-snapshot-to-trace first", q);
 }
 
 bool trace_parse_relo(line_reader *r, const char *name, trace *t, trace_error *err)

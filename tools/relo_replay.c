@@ -6,6 +6,7 @@
  * once with full recording, and, with --fit, replayed again on smaller
  * devices by bisection.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,13 @@
 /* Events past which a single replay earns a progress bar. */
 #define PROGRESS_MIN_EVENTS 50000u
 
-/* FILE with "-name" inserted before its extension, for several traces. */
-static void svg_path_for(const char *file, const char *name, int many, char *out, size_t cap)
+/* Exit statuses (documented in --help and docs/relo-replay.md). */
+enum { EXIT_REPLAY_FAILED = 1, EXIT_USAGE = 2, EXIT_OUTPUT = 3 };
+
+/* FILE with "-name" inserted before its extension, for several traces;
+ * "-name-N" for the Nth trace of a name already used (same = N - 1), so
+ * two traces of one name never write one file. */
+static void svg_path_for(const char *file, const char *name, int many, int same, char *out, size_t cap)
 {
     if (!many) {
         snprintf(out, cap, "%s", file);
@@ -35,7 +41,21 @@ static void svg_path_for(const char *file, const char *name, int many, char *out
     const char *slash = strrchr(file, '/');
     const char *dot = strrchr(file, '.');
     if (!dot || (slash && dot < slash)) dot = file + strlen(file);
-    snprintf(out, cap, "%.*s-%s%s", (int)(dot - file), file, name, dot);
+    if (same > 0) snprintf(out, cap, "%.*s-%s-%d%s", (int)(dot - file), file, name, same + 1, dot);
+    else snprintf(out, cap, "%.*s-%s%s", (int)(dot - file), file, name, dot);
+}
+
+/* How many of the traces before index i have the name trace i has. */
+static int same_name_before(char **paths, int i)
+{
+    trace a, b;
+    trace_set_name_from_path(&a, strcmp(paths[i], "-") == 0 ? "stdin" : paths[i]);
+    int n = 0;
+    for (int j = 0; j < i; j++) {
+        trace_set_name_from_path(&b, strcmp(paths[j], "-") == 0 ? "stdin" : paths[j]);
+        if (strcmp(a.name, b.name) == 0) n++;
+    }
+    return n;
 }
 
 static replay_config base_config(const options *o, progress *bar)
@@ -76,7 +96,7 @@ static int run_baselines(const options *o, const char *path, const trace *t, uin
  * same capacity, relo at its fit capacity (when that is another one), and
  * the baselines, on one timeline. Returns false when the file cannot be
  * written. */
-static bool write_html(const options *o, const trace *t, const report *rep,
+static bool write_html(const options *o, const trace *t, int same, const report *rep,
                        const html_record *rec, uint64_t fit_capacity)
 {
     static const char *const policies[] = {"seed", "dense"};
@@ -108,7 +128,7 @@ static bool write_html(const options *o, const trace *t, const report *rep,
     }
     html_report page = {t, rep->capacity, runs, n, rep->baselines, rep->baseline_count, rec};
     char file[4096];
-    svg_path_for(o->html, t->name, o->trace_count > 1, file, sizeof file);
+    svg_path_for(o->html, t->name, o->trace_count > 1, same, file, sizeof file);
     bool ok = html_write(file, &page);
     if (!ok) perror(file);
     else if (!o->quiet && !o->json) printf("  %-26s %s\n", "interactive report", file);
@@ -117,7 +137,7 @@ static bool write_html(const options *o, const trace *t, const report *rep,
 }
 
 /* Replays one trace as the options ask; returns the exit status it earns. */
-static int replay_one(const options *o, const char *path, const trace *t, bool *first_json)
+static int replay_one(const options *o, const char *path, const trace *t, int same, bool *first_json)
 {
     progress bar;
     progress_init(&bar, !o->quiet && (o->fit || t->event_count >= PROGRESS_MIN_EVENTS));
@@ -188,28 +208,31 @@ static int replay_one(const options *o, const char *path, const trace *t, bool *
     if (main_run.status != RELO_OK) {
         fprintf(stderr, "%s: replay failed at event %llu: %s\n", path,
                 (unsigned long long)main_run.failed_event + 1, main_run.error);
-        status = 1;
+        status = EXIT_REPLAY_FAILED;
     }
     if (o->fit && !fit.found) {
         if (fit.status != RELO_OK && main_run.status == RELO_OK)
             fprintf(stderr, "%s: fit search failed: %s\n", path, fit.error);
-        status = 1;
+        status = EXIT_REPLAY_FAILED;
     }
     if (o->svg) {
         char file[4096];
-        svg_path_for(o->svg, t->name, o->trace_count > 1, file, sizeof file);
+        svg_path_for(o->svg, t->name, o->trace_count > 1, same, file, sizeof file);
         if (!main_run.samples.points) {
             fprintf(stderr, "%s: no timeline recorded, %s not written\n", path, file);
         } else if (!svg_write(file, &rep)) {
-            perror(file);
-            status = 1;
+            fprintf(stderr, "%s: cannot write the SVG: %s\n", file, strerror(errno));
+            status = EXIT_OUTPUT;
+        } else if (!o->quiet) {
+            fprintf(stderr, "%s: timeline written to %s\n", path, file);
         }
     }
     if (have_rec) {
-        if (!write_html(o, t, &rep, &rec, o->fit && fit.found ? fit.capacity : 0)) status = 1;
+        if (!write_html(o, t, same, &rep, &rec, o->fit && fit.found ? fit.capacity : 0) && status < EXIT_OUTPUT)
+            status = EXIT_OUTPUT;
         html_record_free(&rec);
     }
-    if (baseline_failed) status = 1;
+    if (baseline_failed && status < EXIT_REPLAY_FAILED) status = EXIT_REPLAY_FAILED;
     for (int i = 0; i < baseline_count; i++) baseline_measure_free(&baselines[i]);
     replay_result_free(&main_run);
     return status;
@@ -220,11 +243,11 @@ int main(int argc, char **argv)
     options o;
     options_result parsed = options_parse(argc, argv, &o);
     if (parsed == OPTIONS_EXIT_OK) return 0;
-    if (parsed != OPTIONS_RUN) return 2;
+    if (parsed != OPTIONS_RUN) return EXIT_USAGE;
     if (!replay_backend_available(o.backend)) {
         fprintf(stderr, "relo-replay: the %s backend was not built into this relo-replay\n",
                 replay_backend_name(o.backend));
-        return 2;
+        return EXIT_USAGE;
     }
     int status = 0;
     bool first_json = true;
@@ -232,14 +255,20 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.trace_count; i++) {
         trace t;
         trace_error err;
-        if (!trace_read_file(o.traces[i], o.format, &t, &err)) {
+        if (!trace_read_path(o.traces[i], o.format, o.max_events, &t, &err)) {
             trace_error_print(&err);
+            if (o.json) {
+                if (!first_json) fputs(",\n", stdout);
+                report_json_unreadable(stdout, o.traces[i], &err);
+                first_json = false;
+            }
             trace_free(&t);
-            status = 2;
+            if (status < EXIT_USAGE) status = EXIT_USAGE;
             continue;
         }
+        trace_print_warnings(&t, strcmp(o.traces[i], "-") == 0 ? "stdin" : o.traces[i], stderr);
         if (!o.json && !o.quiet && i > 0) fputc('\n', stdout);
-        int s = replay_one(&o, o.traces[i], &t, &first_json);
+        int s = replay_one(&o, o.traces[i], &t, same_name_before(o.traces, i), &first_json);
         if (s > status) status = s;
         trace_free(&t);
     }

@@ -82,16 +82,26 @@ static relo_status opencl_create(relo_backend **out, char *msg, size_t msg_cap)
 }
 #endif
 
+uint64_t replay_backend_max_page(uint64_t max_alloc)
+{
+    /* The default 1 GiB page is kept unless the trace needs more: the
+     * arena's page is the request plus 1 MiB, rounded up to 1 MiB. A size
+     * near 2^64 would wrap that sum, so it saturates at the largest whole
+     * number of MiB: the request then fails on its own event. */
+    const uint64_t gib = 1ull << 30, mib = 1ull << 20;
+    if (max_alloc <= gib - 2 * mib) return 0;
+    uint64_t mibs = max_alloc / mib + 2;
+    if (mibs > UINT64_MAX / mib) return UINT64_MAX / mib * mib;
+    return mibs * mib;
+}
+
 relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, uint64_t max_alloc,
                                   relo_backend **out, char *msg, size_t msg_cap)
 {
     relo_host_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.capacity = capacity;
-    /* The default 1 GiB page is kept unless the trace needs more: the
-     * arena's page is the request plus 1 MiB, rounded up to 1 MiB. */
-    const uint64_t gib = 1ull << 30, mib = 1ull << 20;
-    if (max_alloc > gib - 2 * mib) desc.max_page_size = (max_alloc / mib + 2) * mib;
+    desc.max_page_size = replay_backend_max_page(max_alloc);
     relo_status st;
     switch (kind) {
     case REPLAY_BACKEND_SIM:

@@ -27,6 +27,15 @@ int replay_backend_has_bytes(replay_backend_kind kind);
 int replay_backend_available(replay_backend_kind kind);
 
 /**
+ * The largest page (relo_host_desc.max_page_size) a replay whose largest
+ * request is max_alloc bytes asks of its backend: 0 (the backend's 1 GiB
+ * default) while that suffices, else the request plus 2 MiB rounded down to
+ * 1 MiB, saturating at the largest multiple of 1 MiB below 2^64 instead of
+ * wrapping.
+ */
+uint64_t replay_backend_max_page(uint64_t max_alloc);
+
+/**
  * Creates a backend of kind that lends at most capacity bytes (0 =
  * unlimited; an OpenCL device keeps its own size) and takes pages of at
  * least max_alloc bytes. On failure returns the status and writes a

@@ -157,6 +157,8 @@ void report_json(FILE *f, const report *rep)
             ns_per_event(rep), r->reserve_p50_ns, r->reserve_p99_ns, r->longest_call_ns,
             r->longest_call_event, rep->wall_s);
     if (replay_backend_has_bytes(o->backend)) fprintf(f, ",\"byte_checks\":%" PRIu64, r->verified);
+    fprintf(f, ",\"skipped_frees\":%" PRIu64 ",\"size_mismatches\":%" PRIu64, t->skipped_frees,
+            t->size_mismatches);
     baseline_report_json(f, t, rep->baselines, rep->baseline_count);
     fputs(",\"samples\":[", f);
     for (size_t i = 0; i < r->samples.count; i++) {
@@ -166,4 +168,14 @@ void report_json(FILE *f, const report *rep)
                 i ? "," : "", p->event, p->live, p->reserved, p->outdated, p->relocations);
     }
     fputs("]}", f);
+}
+
+void report_json_unreadable(FILE *f, const char *path, const trace_error *err)
+{
+    fputs("{\"trace\":null,\"file\":", f);
+    report_json_string(f, path);
+    fputs(",\"ok\":false,\"status\":\"unreadable\",\"error\":", f);
+    report_json_string(f, err->message);
+    if (err->line) fprintf(f, ",\"line\":%" PRIu64 "}", err->line);
+    else fputs(",\"line\":null}", f);
 }

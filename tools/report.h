@@ -31,6 +31,13 @@ void report_text(FILE *f, const report *rep);
 /** Writes one JSON object (no trailing newline) to f. */
 void report_json(FILE *f, const report *rep);
 
+/**
+ * Writes the JSON object of a trace that could not be read (no trailing
+ * newline): {"trace": null, "file", "ok": false, "status": "unreadable",
+ * "error": the reader's sentence, "line": its line or null}.
+ */
+void report_json_unreadable(FILE *f, const char *path, const trace_error *err);
+
 /** Writes s as a JSON string literal, quotes included. */
 void report_json_string(FILE *f, const char *s);
 

@@ -5,7 +5,10 @@
  * RMM names allocations by pointer, and a pointer comes back after its
  * free, so the map goes from pointer to the *current* allocation, and each
  * allocate makes a new dense allocation number. "allocate failure" lines
- * record requests that got nothing; they are skipped.
+ * record requests that got nothing; they are skipped. "deallocate" is read
+ * as "free". A free of a pointer not live is skipped and counted (a log
+ * started mid-run), and a free naming another size than its allocation is
+ * counted; trace_print_warnings reports both.
  */
 #include <string.h>
 
@@ -72,6 +75,10 @@ static bool number(rmm_parser *p, const parse_field *f, size_t count, int col, u
     if (pr == PARSE_OK) return true;
     char q[48];
     parse_quote(f[i].s, f[i].n, q, sizeof q);
+    if (pr != PARSE_OVERFLOW && f[i].n > 1 && f[i].s[0] == '-' &&
+        parse_u64_dec(f[i].s + 1, f[i].n - 1, &(uint64_t){0}) != PARSE_NOT_NUMBER)
+        return trace_fail(p->err, p->name, p->r->line_no,
+                          "%s '%s' is negative (expected a whole number from 0 to 2^64-1)", column_names[col], q);
     return trace_fail(p->err, p->name, p->r->line_no, "%s '%s' %s", column_names[col], q,
                       pr == PARSE_OVERFLOW ? "does not fit in 64 bits" : "is not a number");
 }
@@ -86,11 +93,11 @@ static bool parse_event(rmm_parser *p, const char *line, size_t n)
     parse_field action = f[ai];
     if (parse_field_is(action, "allocate failure")) return true;
     bool alloc = parse_field_is(action, "allocate");
-    if (!alloc && !parse_field_is(action, "free")) {
+    if (!alloc && !parse_field_is(action, "free") && !parse_field_is(action, "deallocate")) {
         char q[48];
         parse_quote(action.s, action.n, q, sizeof q);
         return trace_fail(p->err, p->name, p->r->line_no,
-                          "unknown action '%s' (expected allocate, free or allocate failure)", q);
+                          "unknown action '%s' (expected allocate, free, deallocate or allocate failure)", q);
     }
     uint64_t ptr, size, stream;
     if (!number(p, f, count, COL_POINTER, &ptr) || !number(p, f, count, COL_SIZE, &size) ||
@@ -99,6 +106,7 @@ static bool parse_event(rmm_parser *p, const char *line, size_t n)
     trace *t = p->t;
     uint64_t event;
     bool live = id_map_get(&p->live, ptr, &event);
+    if ((alloc || live) && trace_full(t)) return trace_fail_full(p->err, p->name, p->r->line_no, t);
     if (alloc) {
         if (live)
             return trace_fail(p->err, p->name, p->r->line_no,
@@ -113,11 +121,19 @@ static bool parse_event(rmm_parser *p, const char *line, size_t n)
         t->alloc_count++;
         return true;
     }
-    if (!live)
-        return trace_fail(p->err, p->name, p->r->line_no, "free of pointer 0x%llx, which is not live",
-                          (unsigned long long)ptr);
-    /* The free's own Size and Stream are not trusted: the allocation's are. */
+    if (!live) {
+        /* Normal when logging started mid-run: the allocation predates the
+         * log. Skipped and counted, as the snapshot converter does. */
+        if (t->skipped_frees++ == 0) t->first_skipped_free_line = p->r->line_no;
+        return true;
+    }
+    /* The free's own Stream is not trusted and its Size only checked: the
+     * allocation's are replayed. A free that names another size is
+     * counted and warned about (trace_print_warnings), not refused: the
+     * replay stays faithful to what was allocated. */
     trace_event a = t->events[event];
+    if (p->column[COL_SIZE] < count && size != a.size && t->size_mismatches++ == 0)
+        t->first_size_mismatch_line = p->r->line_no;
     id_map_remove(&p->live, ptr);
     if (!trace_push(t, TRACE_FREE, a.alloc, a.stream, a.size)) return fail(p, "out of host memory");
     return true;

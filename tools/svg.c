@@ -2,8 +2,13 @@
  * svg.c — the replay timeline as a standalone SVG 1.1 file.
  *
  * Reserved is drawn from each bucket's highest value and live from its
- * peak moment, so the picture keeps every short peak the samples saw and
- * reserved never dips below live on screen.
+ * peak moment, both as steps (a value holds until the next sample), so the
+ * picture keeps every short peak the samples saw and reserved never dips
+ * below live on screen. The x axis ends at the last sample: where the
+ * replay stopped when it failed, and the title says so. The legend sits
+ * above the plot, so no label can fall under it; relocations are ticks
+ * under the axis, with a faint line across the plot only while they are
+ * few enough not to cover it.
  */
 #include "svg.h"
 
@@ -14,7 +19,11 @@
 
 #include "units.h"
 
-enum { WIDTH = 960, HEIGHT = 540, LEFT = 86, RIGHT = 28, TOP = 74, BOTTOM = 70 };
+enum { WIDTH = 960, HEIGHT = 540, LEFT = 86, RIGHT = 28, TOP = 96, BOTTOM = 70 };
+
+/* Relocation ticks past which no line crosses the plot. */
+#define RELOC_LINES_MAX 12
+
 
 #define COLOR_RESERVED "#9ecae1"
 #define STROKE_RESERVED "#3182bd"
@@ -22,6 +31,7 @@ enum { WIDTH = 960, HEIGHT = 540, LEFT = 86, RIGHT = 28, TOP = 74, BOTTOM = 70 }
 #define STROKE_LIVE "#d94801"
 #define COLOR_OUTDATED "#c51b8a"
 #define COLOR_RELOC "#54278f"
+#define COLOR_FAILED "#cb181d"
 
 typedef struct frame {
     double x0, y0, w, h;     /* plot area: x0,y0 is the top-left corner */
@@ -105,86 +115,147 @@ static void axes(FILE *f, const frame *fr)
                "device memory (%s)</text>\n", fr->y0 + fr->h / 2, fr->unit_name);
 }
 
-/* The filled area under one series: which = 0 live, 1 reserved (bucket max). */
+/* The value a series shows at sample p: 0 live (never above the bucket's
+ * reserved), 1 reserved (bucket max), 2 outdated (bucket max). */
+static double series(const sample *p, int which)
+{
+    if (which == 0) return (double)(p->live < p->reserved_max ? p->live : p->reserved_max);
+    return (double)(which == 1 ? p->reserved_max : p->outdated_max);
+}
+
+/* One series as steps: each value holds from its sample to the next. */
+static void steps(FILE *f, const frame *fr, const sampler *s, int which)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        double y = fy(fr, series(&s->points[i], which));
+        if (i > 0) fprintf(f, " H%.1f", fx(fr, (double)s->points[i].event));
+        fprintf(f, " V%.1f", y);
+    }
+}
+
+/* The filled area under one series (0 live, 1 reserved), drawn as steps. */
 static void area(FILE *f, const frame *fr, const sampler *s, int which, const char *fill, const char *stroke)
 {
-    fprintf(f, "<path fill=\"%s\" stroke=\"%s\" stroke-width=\"1.2\" stroke-linejoin=\"round\" d=\"M%.1f %.1f",
-            fill, stroke, fx(fr, (double)s->points[0].event), fy(fr, 0));
-    for (size_t i = 0; i < s->count; i++) {
-        const sample *p = &s->points[i];
-        double v = (double)(which == 0 ? p->live : p->reserved_max);
-        fprintf(f, " L%.1f %.1f", fx(fr, (double)p->event), fy(fr, v));
-    }
-    fprintf(f, " L%.1f %.1f Z\"/>\n", fx(fr, (double)s->points[s->count - 1].event), fy(fr, 0));
+    double x0 = fx(fr, (double)s->points[0].event), x1 = fx(fr, (double)s->points[s->count - 1].event);
+    fprintf(f, "<path fill=\"%s\" stroke=\"%s\" stroke-width=\"1.2\" d=\"M%.1f %.1f", fill, stroke, x0,
+            fy(fr, 0));
+    steps(f, fr, s, which);
+    fprintf(f, " H%.1f V%.1f Z\"/>\n", x1 + (s->count == 1 ? 1.5 : 0), fy(fr, 0));
 }
 
 static void outdated_line(FILE *f, const frame *fr, const sampler *s)
 {
-    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" points=\"", COLOR_OUTDATED);
-    for (size_t i = 0; i < s->count; i++)
-        fprintf(f, "%s%.1f,%.1f", i ? " " : "", fx(fr, (double)s->points[i].event),
-                fy(fr, (double)s->points[i].outdated_max));
+    fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" d=\"M%.1f %.1f", COLOR_OUTDATED,
+            fx(fr, (double)s->points[0].event), fy(fr, 0));
+    steps(f, fr, s, 2);
     fputs("\"/>\n", f);
 }
 
-static void relocation_ticks(FILE *f, const frame *fr, const sampler *s)
+/* The x of each relocation tick, at most one per 1.5 pixels; returns the count. */
+static size_t tick_positions(const frame *fr, const sampler *s, double *xs)
 {
-    double base = fr->y0 + fr->h;
-    fprintf(f, "<g stroke=\"%s\" stroke-width=\"1.4\">\n", COLOR_RELOC);
+    size_t n = 0;
     double last_x = -10;
     for (size_t i = 0; i < s->count; i++) {
         if (!s->points[i].relocations) continue;
         double x = fx(fr, (double)s->points[i].event);
-        if (x - last_x < 1.5) continue; /* one tick per pixel is enough */
+        if (x - last_x < 1.5) continue;
         last_x = x;
-        /* A faint line across the plot ties the tick to what it changed. */
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-opacity=\"0.35\" "
-                   "stroke-dasharray=\"3 3\"/>\n", x, fr->y0, x, base);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"2.2\"/>\n",
-                x, base + 2, x, base + 14);
+        xs[n++] = x;
+    }
+    return n;
+}
+
+static void relocation_ticks(FILE *f, const frame *fr, const sampler *s, size_t relocations)
+{
+    double base = fr->y0 + fr->h;
+    double xs[WIDTH];
+    size_t n = tick_positions(fr, s, xs);
+    bool lines = n <= RELOC_LINES_MAX;
+    fprintf(f, "<g stroke=\"%s\" stroke-width=\"%s\">\n", COLOR_RELOC, lines ? "2.2" : "1");
+    for (size_t i = 0; i < n; i++) {
+        /* While few, a faint line across the plot ties a tick to what it
+         * changed; many would cover the plot, so then ticks stay thin. */
+        if (lines)
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"1.4\" "
+                       "stroke-opacity=\"0.35\" stroke-dasharray=\"3 3\"/>\n", xs[i], fr->y0, xs[i], base);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", xs[i], base + 2, xs[i],
+                base + 14);
     }
     fputs("</g>\n", f);
+    (void)relocations;
 }
 
-static void legend(FILE *f, const frame *fr, bool capacity)
+/* The legend: one row above the plot, never over the data or a label. */
+static void legend(FILE *f, const frame *fr, bool capacity, uint64_t relocations)
 {
-    double x = fr->x0 + 12, y = fr->y0 + 10;
-    int rows = capacity ? 5 : 4;
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"178\" height=\"%d\" rx=\"4\" fill=\"white\" "
-               "fill-opacity=\"0.9\" stroke=\"#bbb\"/>\n", x, y, 10 + rows * 18);
-    struct { const char *fill, *stroke, *label; int kind; } items[] = {
-        {COLOR_RESERVED, STROKE_RESERVED, "reserved (pages held)", 0},
-        {COLOR_LIVE, STROKE_LIVE, "live (in use)", 0},
-        {"none", COLOR_OUTDATED, "outdated pages", 1},
-        {"none", COLOR_RELOC, "relocation", 2},
-        {"none", "#555", "capacity", 3},
+    double y = fr->y0 - 14;
+    char reloc_label[48];
+    snprintf(reloc_label, sizeof reloc_label, "relocation (%" PRIu64 ")", relocations);
+    struct { const char *fill, *stroke, *label; int kind; double width; } items[] = {
+        {COLOR_RESERVED, STROKE_RESERVED, "reserved (pages held)", 0, 168},
+        {COLOR_LIVE, STROKE_LIVE, "live (in use)", 0, 112},
+        {"none", COLOR_OUTDATED, "outdated pages", 1, 130},
+        {"none", COLOR_RELOC, reloc_label, 2, 140},
+        {"none", "#555", "capacity", 3, 90},
     };
+    int rows = capacity ? 5 : 4;
+    double x = fr->x0;
     for (int i = 0; i < rows; i++) {
-        double cy = y + 14 + i * 18;
         if (items[i].kind == 0)
             fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"16\" height=\"10\" fill=\"%s\" stroke=\"%s\"/>\n",
-                    x + 8, cy - 5, items[i].fill, items[i].stroke);
+                    x, y - 5, items[i].fill, items[i].stroke);
         else if (items[i].kind == 2)
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.4\"/>\n",
-                    x + 16, cy - 6, x + 16, cy + 6, items[i].stroke);
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.2\"/>\n",
+                    x + 8, y - 6, x + 8, y + 6, items[i].stroke);
         else
             fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\"%s/>\n",
-                    x + 8, cy, x + 24, cy, items[i].stroke, items[i].kind == 3 ? " stroke-dasharray=\"5 3\"" : "");
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"legend\">%s</text>\n", x + 32, cy + 4, items[i].label);
+                    x, y, x + 16, y, items[i].stroke, items[i].kind == 3 ? " stroke-dasharray=\"5 3\"" : "");
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"legend\">%s</text>\n", x + 22, y + 4, items[i].label);
+        x += items[i].width;
     }
 }
 
-/* A marker with a label, kept inside the plot. */
-static void mark(FILE *f, const frame *fr, double event, double bytes, const char *color, const char *label,
-                 double dy)
+/* Where a label's text lies: its box on the picture. */
+typedef struct box {
+    double x0, y0, x1, y1;
+} box;
+
+static bool boxes_overlap(box a, box b)
+{
+    return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+}
+
+/* A marker with a label above it (below when that would meet `avoid` or
+ * leave the plot), inside the plot, on a white ground so no line or area
+ * runs through its letters. Returns the label's box. */
+static box mark(FILE *f, const frame *fr, double event, double bytes, const char *color, const char *label,
+                const box *avoid)
 {
     double x = fx(fr, event), y = fy(fr, bytes);
-    bool right_side = x > fr->x0 + fr->w * 0.62;
+    double width = 7.2 * (double)strlen(label), height = 15;
+    bool right_side = x + 7 + width > fr->x0 + fr->w;
+    box b;
+    b.x0 = right_side ? x - 7 - width : x + 7;
+    b.x1 = b.x0 + width;
+    b.y1 = y - 6;
+    b.y0 = b.y1 - height;
+    if (b.y0 < fr->y0 + 2 || (avoid && boxes_overlap(b, *avoid))) {
+        b.y0 = y + 6;
+        b.y1 = b.y0 + height;
+    }
+    if (avoid && boxes_overlap(b, *avoid)) {
+        b.y0 = avoid->y1 + 2;
+        b.y1 = b.y0 + height;
+    }
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" rx=\"3\" fill=\"white\" "
+               "fill-opacity=\"0.9\"/>\n", b.x0 - 3, b.y0, width + 6, height);
     fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\" stroke=\"white\"/>\n", x, y, color);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" class=\"note\" fill=\"%s\">", 
-            right_side ? x - 7 : x + 7, y + dy, right_side ? "end" : "start", color);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" class=\"note\" fill=\"%s\">",
+            right_side ? b.x1 : b.x0, b.y1 - 3.5, right_side ? "end" : "start", color);
     text_escaped(f, label);
     fputs("</text>\n", f);
+    return b;
 }
 
 bool svg_write(const char *path, const report *rep)
@@ -205,7 +276,10 @@ bool svg_write(const char *path, const report *rep)
     double step = nice_step((double)top / (double)fr.unit, 6) * (double)fr.unit;
     fr.max_bytes = ceil((double)top * 1.04 / step) * step;
     if (fr.max_bytes <= 0) fr.max_bytes = 1;
-    fr.max_event = s->count ? (double)(rep->t->event_count > 1 ? rep->t->event_count - 1 : 1) : 1;
+    /* The axis ends where the data does: the last sample, which for a
+     * failed replay is where it stopped, not the end of the trace. */
+    fr.max_event = s->count && s->points[s->count - 1].event > 0 ? (double)s->points[s->count - 1].event : 1;
+    bool failed = rep->r->status != RELO_OK;
 
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
@@ -218,15 +292,18 @@ bool svg_write(const char *path, const report *rep)
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", WIDTH, HEIGHT);
     fprintf(f, "<text x=\"%d\" y=\"28\" class=\"title\">", LEFT);
     text_escaped(f, rep->t->name);
+    if (failed) fprintf(f, "<tspan fill=\"%s\" dx=\"8\">· replay FAILED at event %" PRIu64 " of %zu</tspan>", COLOR_FAILED,
+                        rep->r->failed_event + 1, rep->t->event_count);
     fputs("</text>\n", f);
 
     char live[32], reserved[32], cap[32], fit[64] = "";
     const options *o = rep->o;
     if (rep->fit && rep->fit->found)
         snprintf(fit, sizeof fit, " · fit ratio %.3f", (double)rep->fit->capacity / (double)rep->t->peak_live_bytes);
-    fprintf(f, "<text x=\"%d\" y=\"50\" class=\"sub\">relo-replay · %s backend · %s layout · relocation %s · "
-               "capacity %s · %zu events · peak reserved / live %.3f%s</text>\n",
+    fprintf(f, "<text x=\"%d\" y=\"50\" class=\"sub\">%s backend · %s layout · %s policy · relocation %s · "
+               "capacity %s · %zu events · peak reserved/live %.3f%s</text>\n",
             LEFT, replay_backend_name(o->backend), o->layout == RELO_LAYOUT_EXCLUSIVE ? "exclusive" : "adaptive",
+            o->policy == RELO_POLICY_DENSE ? "dense" : "seed",
             o->relocation == RELO_RELOCATION_OFF ? "off" : "auto",
             rep->capacity ? units_format_bytes(rep->capacity, cap, sizeof cap) : "unlimited",
             rep->t->event_count,
@@ -237,7 +314,7 @@ bool svg_write(const char *path, const report *rep)
         area(f, &fr, s, 1, COLOR_RESERVED, STROKE_RESERVED);
         area(f, &fr, s, 0, COLOR_LIVE, STROKE_LIVE);
         outdated_line(f, &fr, s);
-        relocation_ticks(f, &fr, s);
+        relocation_ticks(f, &fr, s, (size_t)rep->r->stats.relocations);
         if (show_capacity) {
             double y = fy(&fr, (double)rep->capacity);
             fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
@@ -246,13 +323,26 @@ bool svg_write(const char *path, const report *rep)
         char label[96];
         units_format_bytes(rep->r->peak_reserved, reserved, sizeof reserved);
         snprintf(label, sizeof label, "peak reserved %s", reserved);
-        mark(f, &fr, (double)s->points[peak_res_i].event,
-             (double)s->points[peak_res_i].reserved_max, STROKE_RESERVED, label, -8);
+        box first = mark(f, &fr, (double)s->points[peak_res_i].event,
+                         (double)s->points[peak_res_i].reserved_max, STROKE_RESERVED, label, NULL);
         units_format_bytes(rep->r->peak_live, live, sizeof live);
         snprintf(label, sizeof label, "peak live %s", live);
-        mark(f, &fr, (double)rep->r->peak_event, (double)rep->r->peak_live, STROKE_LIVE, label, 16);
+        mark(f, &fr, (double)rep->r->peak_event, (double)rep->r->peak_live, STROKE_LIVE, label, &first);
     }
-    legend(f, &fr, show_capacity);
+    if (failed) {
+        /* Where it stopped: a line at the right edge of the data; why: a
+         * line of its own under the subtitle, clear of labels and data. */
+        double x = fr.x0 + fr.w;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                x, fr.y0, x, fr.y0 + fr.h, COLOR_FAILED);
+        fprintf(f, "<text x=\"%d\" y=\"67\" class=\"sub\" fill=\"%s\" style=\"fill:%s\">", LEFT, COLOR_FAILED,
+                COLOR_FAILED);
+        char why[200];
+        snprintf(why, sizeof why, "failed: %.180s", rep->r->error);
+        text_escaped(f, why);
+        fputs("</text>\n", f);
+    }
+    legend(f, &fr, show_capacity, rep->r->stats.relocations);
     fputs("</svg>\n", f);
     bool ok = !ferror(f);
     if (fclose(f) != 0) ok = false;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void trace_init(trace *t)
 {
@@ -26,6 +27,10 @@ bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream
 {
     if (t->event_count == t->event_capacity) {
         size_t cap = t->event_capacity ? t->event_capacity * 2 : 4096;
+        /* Growth stops at the limit, so the last doubling cannot ask for
+         * twice the memory the limit allows. */
+        uint64_t limit = trace_event_limit(t);
+        if (cap > limit) cap = limit > t->event_count ? (size_t)limit : t->event_count + 1;
         if (cap > SIZE_MAX / sizeof *t->events) return false;
         trace_event *grown = realloc(t->events, cap * sizeof *grown);
         if (!grown) return false;
@@ -49,6 +54,41 @@ bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream
         t->live_at_end--;
     }
     return true;
+}
+
+uint64_t trace_default_max_events(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return 1ull << 26;
+    uint64_t bytes = (uint64_t)pages * (uint64_t)page;
+    uint64_t events = bytes / 8 / sizeof(trace_event);
+    return events < 4096 ? 4096 : events;
+}
+
+uint64_t trace_event_limit(const trace *t)
+{
+    return t->max_events ? t->max_events : trace_default_max_events();
+}
+
+bool trace_full(const trace *t)
+{
+    return t->event_count >= trace_event_limit(t);
+}
+
+void trace_print_warnings(const trace *t, const char *path, FILE *f)
+{
+    if (t->skipped_frees)
+        fprintf(f,
+                "%s:%llu: warning: skipped %llu free%s of pointers the log never allocated (the first\n"
+                "  here): normal when logging started mid-run\n",
+                path, (unsigned long long)t->first_skipped_free_line, (unsigned long long)t->skipped_frees,
+                t->skipped_frees == 1 ? "" : "s");
+    if (t->size_mismatches)
+        fprintf(f,
+                "%s:%llu: warning: %llu free%s a size other than the allocation's (the first here);\n"
+                "  the allocation's size was replayed\n",
+                path, (unsigned long long)t->first_size_mismatch_line, (unsigned long long)t->size_mismatches,
+                t->size_mismatches == 1 ? " gives" : "s give");
 }
 
 bool trace_stream_index(trace *t, uint64_t number, uint16_t *index)
@@ -95,6 +135,16 @@ bool trace_fail(trace_error *err, const char *file, uint64_t line, const char *f
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
     return false;
+}
+
+bool trace_fail_full(trace_error *err, const char *file, uint64_t line, const trace *t)
+{
+    uint64_t limit = trace_event_limit(t);
+    return trace_fail(err, file, line,
+                      "more than %llu events, the most held in memory (%zu bytes each, %llu MiB in all; "
+                      "relo-replay --max-events raises it)",
+                      (unsigned long long)limit, sizeof(trace_event),
+                      (unsigned long long)(limit * sizeof(trace_event) >> 20));
 }
 
 void trace_error_print(const trace_error *err)

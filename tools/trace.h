@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /** The most distinct streams one trace may name (each becomes a relo stream). */
 #define TRACE_MAX_STREAMS 256u
@@ -50,6 +51,13 @@ typedef struct trace {
     uint64_t header_events;
     char workload[TRACE_NAME_MAX];    /**< header "workload", first word; may be "" */
     char name[TRACE_NAME_MAX];        /**< file name without directories and extensions */
+    uint64_t max_events;              /**< readers refuse more; 0 = trace_default_max_events() */
+    uint64_t source_bytes;            /**< bytes decoded from the source, gunzipped */
+    /* What a reader let pass with a warning (trace_print_warnings). */
+    uint64_t skipped_frees;           /**< RMM frees of pointers never seen allocated */
+    uint64_t first_skipped_free_line;
+    uint64_t size_mismatches;         /**< RMM frees whose size differs from the allocation's */
+    uint64_t first_size_mismatch_line;
 } trace;
 
 /** A reader's complaint: where, and what. */
@@ -73,6 +81,27 @@ bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream
                 uint64_t size);
 
 /**
+ * How many events a trace may hold when trace.max_events is 0: as many as
+ * fit in an eighth of this machine's physical memory (16 bytes each), so a
+ * small gzip file of billions of events is refused with a message instead
+ * of exhausting memory. 2^26 when the memory size is unknown.
+ */
+uint64_t trace_default_max_events(void);
+
+/** The limit in force for t: t->max_events, or the default when 0. */
+uint64_t trace_event_limit(const trace *t);
+
+/** Whether t holds its limit of events, so one more must be refused. */
+bool trace_full(const trace *t);
+
+/**
+ * Prints one line per kind of input a reader accepted with a warning
+ * (frees skipped, sizes that differ), prefixed by path, to f. Prints
+ * nothing for a trace without any.
+ */
+void trace_print_warnings(const trace *t, const char *path, FILE *f);
+
+/**
  * The dense index of stream number `number`, adding it if new.
  * Returns false when the trace already names TRACE_MAX_STREAMS streams.
  */
@@ -87,6 +116,9 @@ void trace_set_name_from_path(trace *t, const char *path);
  */
 bool trace_fail(trace_error *err, const char *file, uint64_t line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/** trace_fail with the message for a trace that reached its event limit. */
+bool trace_fail_full(trace_error *err, const char *file, uint64_t line, const trace *t);
 
 /** Prints "file:line: message" (or "file: message" for line 0) to stderr. */
 void trace_error_print(const trace_error *err);

@@ -40,10 +40,11 @@ static trace_format detect(line_reader *r)
 }
 
 /* Reads every line of src with the chosen parser. */
-static bool read_source(trace_source *src, const char *name, trace_format format, trace *out,
-                        trace_error *err)
+static bool read_source(trace_source *src, const char *name, trace_format format, uint64_t max_events,
+                        trace *out, trace_error *err)
 {
     trace_init(out);
+    out->max_events = max_events;
     trace_set_name_from_path(out, name);
     line_reader r;
     line_reader_init(&r, trace_source_read, src);
@@ -52,14 +53,33 @@ static bool read_source(trace_source *src, const char *name, trace_format format
     if (format == TRACE_FORMAT_RMM) ok = trace_parse_rmm(&r, name, out, err);
     else if (format == TRACE_FORMAT_RELO) ok = trace_parse_relo(&r, name, out, err);
     else ok = trace_fail(err, name, 0, "unknown trace format");
+    /* A line the reader refused (too long) is bad whatever follows it; a
+     * line the parser refused may be garbage from corrupt data. */
+    bool drain = !r.failed;
     line_reader_free(&r);
     char msg[256];
-    if (!trace_source_close(src, msg, sizeof msg)) {
+    bool closed = trace_source_close(src, drain, msg, sizeof msg);
+    out->source_bytes = src->bytes;
+    if (!closed) {
         /* A truncated pipe explains whatever the parser tripped on. */
         trace_fail(err, name, 0, "%s", msg);
         return false;
     }
     return ok;
+}
+
+bool trace_read_path(const char *path, trace_format format, uint64_t max_events, trace *out,
+                     trace_error *err)
+{
+    trace_source src;
+    char msg[256];
+    bool in = strcmp(path, "-") == 0;
+    const char *name = in ? "stdin" : path;
+    if (!(in ? trace_source_open_stdin(&src, msg, sizeof msg) : trace_source_open_path(&src, path, msg, sizeof msg))) {
+        trace_init(out);
+        return trace_fail(err, name, 0, "%s", msg);
+    }
+    return read_source(&src, name, format, max_events, out, err);
 }
 
 bool trace_read_file(const char *path, trace_format format, trace *out, trace_error *err)
@@ -70,14 +90,14 @@ bool trace_read_file(const char *path, trace_format format, trace *out, trace_er
         trace_init(out);
         return trace_fail(err, path, 0, "%s", msg);
     }
-    return read_source(&src, path, format, out, err);
+    return read_source(&src, path, format, 0, out, err);
 }
 
 bool trace_read_stream(FILE *f, const char *name, trace_format format, trace *out, trace_error *err)
 {
     trace_source src;
     trace_source_open_file(&src, f);
-    return read_source(&src, name, format, out, err);
+    return read_source(&src, name, format, 0, out, err);
 }
 
 bool trace_read_buffer(const void *data, size_t size, const char *name, trace_format format,
@@ -85,5 +105,5 @@ bool trace_read_buffer(const void *data, size_t size, const char *name, trace_fo
 {
     trace_source src;
     trace_source_open_memory(&src, data, size);
-    return read_source(&src, name, format, out, err);
+    return read_source(&src, name, format, 0, out, err);
 }

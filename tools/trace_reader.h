@@ -35,6 +35,14 @@ const char *trace_format_name(trace_format format);
  */
 bool trace_read_file(const char *path, trace_format format, trace *out, trace_error *err);
 
+/**
+ * As trace_read_file, with path "-" meaning standard input (named "stdin"
+ * in messages) and max_events the most events held (0: the default of
+ * trace_default_max_events; more are refused with a message).
+ */
+bool trace_read_path(const char *path, trace_format format, uint64_t max_events, trace *out,
+                     trace_error *err);
+
 /** As trace_read_file, from an open FILE* of plain text; name is used in
  *  messages and as the trace's name. The caller keeps f. */
 bool trace_read_stream(FILE *f, const char *name, trace_format format, trace *out,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #ifdef RELO_TRACE_HAVE_ZLIB
 #include <zlib.h>
@@ -96,6 +97,35 @@ bool trace_source_open_path(trace_source *s, const char *path, char *msg, size_t
     return true;
 }
 
+bool trace_source_open_stdin(trace_source *s, char *msg, size_t msg_cap)
+{
+    memset(s, 0, sizeof *s);
+#ifdef RELO_TRACE_HAVE_ZLIB
+    /* A duplicate, so gzclose leaves standard input itself open. */
+    int fd = dup(fileno(stdin));
+    gzFile gz = fd < 0 ? NULL : gzdopen(fd, "rb");
+    if (!gz) {
+        if (fd >= 0) close(fd);
+        snprintf(msg, msg_cap, "cannot read standard input: %s", strerror(errno));
+        return false;
+    }
+    gzbuffer(gz, 1u << 16);
+    s->kind = TRACE_SOURCE_ZLIB;
+    s->gz = gz;
+#else
+    int c = getc(stdin);
+    if (c == 0x1f) {
+        snprintf(msg, msg_cap,
+                 "gzip data on standard input needs a relo-replay built with zlib: pipe it through gzip -dc");
+        return false;
+    }
+    if (c != EOF) ungetc(c, stdin);
+    s->kind = TRACE_SOURCE_FILE;
+    s->file = stdin;
+#endif
+    return true;
+}
+
 void trace_source_open_file(trace_source *s, FILE *f)
 {
     memset(s, 0, sizeof *s);
@@ -111,9 +141,18 @@ void trace_source_open_memory(trace_source *s, const void *data, size_t size)
     s->size = size;
 }
 
+static long read_some(trace_source *s, char *buf, size_t cap, char *msg, size_t msg_cap);
+
 long trace_source_read(void *ctx, char *buf, size_t cap, char *msg, size_t msg_cap)
 {
     trace_source *s = ctx;
+    long n = read_some(s, buf, cap, msg, msg_cap);
+    if (n > 0) s->bytes += (uint64_t)n;
+    return n;
+}
+
+static long read_some(trace_source *s, char *buf, size_t cap, char *msg, size_t msg_cap)
+{
     if (cap > (size_t)INT32_MAX) cap = (size_t)INT32_MAX;
     switch (s->kind) {
     case TRACE_SOURCE_MEMORY: {
@@ -163,7 +202,7 @@ long trace_source_read(void *ctx, char *buf, size_t cap, char *msg, size_t msg_c
     return -1;
 }
 
-bool trace_source_close(trace_source *s, char *msg, size_t msg_cap)
+bool trace_source_close(trace_source *s, bool drain, char *msg, size_t msg_cap)
 {
     bool ok = true;
     switch (s->kind) {
@@ -176,11 +215,17 @@ bool trace_source_close(trace_source *s, char *msg, size_t msg_cap)
         break;
     case TRACE_SOURCE_PIPE: {
         if (!s->file) break;
-        /* Drain first: a gzip killed by SIGPIPE would look like corrupt data. */
+        /* Drain first: a gzip killed by SIGPIPE would look like corrupt
+         * data. Past the bound, or without drain, its status says nothing. */
         char sink[4096];
-        while (fread(sink, 1, sizeof sink, s->file) > 0) {}
+        uint64_t drained = 0;
+        size_t n = 0;
+        while (drain && drained < TRACE_SOURCE_DRAIN_MAX && (n = fread(sink, 1, sizeof sink, s->file)) > 0)
+            drained += n;
+        s->bytes += drained;
+        bool at_end = drain && feof(s->file);
         int status = pclose(s->file);
-        if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (at_end && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
             s->failed = true;
             snprintf(msg, msg_cap,
                      "truncated or corrupt gzip data (gzip -dc exited with status %d)",
@@ -192,12 +237,15 @@ bool trace_source_close(trace_source *s, char *msg, size_t msg_cap)
     case TRACE_SOURCE_ZLIB:
 #ifdef RELO_TRACE_HAVE_ZLIB
         if (!s->gz) break;
-        if (!s->failed) {
+        if (!s->failed && drain) {
             /* A parser that stopped early may have read garbage from corrupt
-             * data: decode the rest so the checksum speaks. */
+             * data: decode on so the checksum speaks, within a bound. */
             char sink[4096];
             char why[256];
-            while (trace_source_read(s, sink, sizeof sink, why, sizeof why) > 0) {}
+            uint64_t drained = 0;
+            long n;
+            while (drained < TRACE_SOURCE_DRAIN_MAX && (n = trace_source_read(s, sink, sizeof sink, why, sizeof why)) > 0)
+                drained += (uint64_t)n;
         }
         gzclose((gzFile)s->gz);
         if (s->failed) {

@@ -31,6 +31,7 @@ typedef struct trace_source {
     const char *data;        /* MEMORY */
     size_t size;
     size_t pos;
+    uint64_t bytes;          /* bytes handed out by trace_source_read, drain included */
     bool failed;             /* a read failed: error says why */
     char error[256];
 } trace_source;
@@ -45,6 +46,13 @@ bool trace_source_has_zlib(void);
  */
 bool trace_source_open_path(trace_source *s, const char *path, char *msg, size_t msg_cap);
 
+/**
+ * Opens standard input: gzip or plain text where zlib is built in (zlib
+ * reads both), plain text otherwise (gzip data is then refused with a
+ * message naming `gzip -dc`). Returns false with a sentence in msg.
+ */
+bool trace_source_open_stdin(trace_source *s, char *msg, size_t msg_cap);
+
 /** Reads from an open FILE* (plain text), which the caller keeps. */
 void trace_source_open_file(trace_source *s, FILE *f);
 
@@ -54,12 +62,19 @@ void trace_source_open_memory(trace_source *s, const void *data, size_t size);
 /** The line_reader read callback for a source passed as ctx. */
 long trace_source_read(void *ctx, char *buf, size_t cap, char *msg, size_t msg_cap);
 
+/** The most bytes trace_source_close decodes after the parser stopped. */
+#define TRACE_SOURCE_DRAIN_MAX (64u << 20)
+
 /**
- * Closes the source. For gzip data, first decodes what is left so that
- * truncated or corrupt data shows even when the parser stopped early (a
- * pipe is drained and gzip's exit status checked). Returns false with a
- * sentence in msg when any read failed; true otherwise.
+ * Closes the source. With drain, gzip data is first decoded a little
+ * further (at most TRACE_SOURCE_DRAIN_MAX bytes) so that truncated or
+ * corrupt data shows even when the parser stopped early on what may be
+ * its garbage; a pipe is drained as far and gzip's exit status checked
+ * when it reached the end. Without drain (the parser refused something
+ * for what it is, such as an overlong line) nothing more is decoded: a
+ * hostile file costs no more time than it took to find it bad. Returns
+ * false with a sentence in msg when any read failed; true otherwise.
  */
-bool trace_source_close(trace_source *s, char *msg, size_t msg_cap);
+bool trace_source_close(trace_source *s, bool drain, char *msg, size_t msg_cap);
 
 #endif /* RELO_TOOLS_TRACE_SOURCE_H */

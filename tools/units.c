@@ -36,14 +36,24 @@ bool units_parse_bytes(const char *text, uint64_t *out)
         p++;
         any = true;
     }
-    /* The fraction is kept as digits / 10^k, at most 9 digits. */
+    /* The fraction is frac / scale exactly: up to 19 digits (10^19 < 2^64)
+     * after trailing zeros, which change nothing, are dropped. */
     uint64_t frac = 0, scale = 1;
+    unsigned digits = 0, zeros = 0;
     if (*p == '.') {
         p++;
         while (*p >= '0' && *p <= '9') {
-            if (scale < 1000000000ull) {
+            if (*p == '0') {
+                zeros++; /* kept back until a digit that matters follows */
+            } else {
+                if (digits + zeros + 1 > 19) return false;
+                for (; zeros > 0; zeros--, digits++) {
+                    frac *= 10;
+                    scale *= 10;
+                }
                 frac = frac * 10 + (uint64_t)(*p - '0');
                 scale *= 10;
+                digits++;
             }
             p++;
             any = true;
@@ -57,12 +67,38 @@ bool units_parse_bytes(const char *text, uint64_t *out)
     for (int i = 0; i < power; i++) unit *= 1024;
     if (whole > UINT64_MAX / unit) return false;
     uint64_t value = whole * unit;
-    /* frac/scale of a unit: unit ≤ 2^40 and frac < 10^9 < 2^30 fit in 64 bits. */
-    uint64_t part = frac * unit;
-    if (part % scale != 0) return false; /* a fraction of a byte */
-    part /= scale;
+    /* frac/scale of a unit is a whole number of bytes only when the reduced
+     * scale divides the unit (a power of two); anything else is a fraction
+     * of a byte and is refused rather than rounded. */
+    uint64_t a = frac, b = scale;
+    while (b) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    uint64_t g = a ? a : 1;
+    frac /= g;
+    scale /= g;
+    if (unit % scale != 0) return false;
+    uint64_t per = unit / scale;
+    if (frac > UINT64_MAX / per) return false;
+    uint64_t part = frac * per;
     if (value > UINT64_MAX - part) return false;
     *out = value + part;
+    return true;
+}
+
+bool units_parse_count(const char *text, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (*text == '\0') return false;
+    for (const char *p = text; *p; p++) {
+        if (*p < '0' || *p > '9') return false;
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10) return false;
+        v = v * 10 + d;
+    }
+    *out = v;
     return true;
 }
 

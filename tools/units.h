@@ -17,6 +17,9 @@
  */
 bool units_parse_bytes(const char *text, uint64_t *out);
 
+/** Parses a plain decimal count (digits only, at most 2^64 - 1). */
+bool units_parse_count(const char *text, uint64_t *out);
+
 /** Formats bytes as "5.33 GiB", "812 KiB", "100 B" into out. Returns out. */
 char *units_format_bytes(uint64_t bytes, char *out, size_t cap);
 

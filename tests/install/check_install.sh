@@ -34,6 +34,18 @@ rm -rf "$scratch"
 mkdir -p "$scratch"
 prefix=$scratch/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
+# The tools land in bin: the replayer where it was built, the converter
+# always (it runs wherever python3 does).
+if [ -f "$build/tools/relo-replay" ]; then
+    "$prefix/bin/relo-replay" --version >/dev/null
+    echo "ok   relo-replay installed"
+fi
+test -x "$prefix/bin/relo-torch-snapshot-to-trace"
+if command -v python3 >/dev/null 2>&1; then
+    "$prefix/bin/relo-torch-snapshot-to-trace" --help >/dev/null
+fi
+echo "ok   relo-torch-snapshot-to-trace installed"
+
 pc=$(find "$prefix" -name relo.pc -path '*/pkgconfig/*' | head -n 1)
 if [ -z "$pc" ]; then
     echo "FAIL: no relo.pc under $prefix"

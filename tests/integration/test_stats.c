@@ -433,4 +433,125 @@ CHECK_TEST(b47_report_json_lists_every_pool)
     fx_close(&f);
 }
 
+/* Peak bytes in use and the cumulative counts, per stream and device: the
+ * peak stays where it was after a release, the totals only grow. */
+CHECK_TEST(peak_in_use_and_totals)
+{
+    fx f;
+    require_ok(fx_open2(&f, NULL, NULL));
+    relo_handle a = fx_reserve(f.s, 1 * MiB);
+    relo_handle b = fx_reserve(f.s, 2 * MiB);
+    relo_handle c = fx_reserve(f.s2, 4096);
+    expect_ok(relo_release(f.dev, a));
+    relo_handle d = fx_reserve(f.s, 512 * KiB);
+    relo_stats sd = fx_dev_stats(f.dev), s1 = fx_stats(f.s), s2 = fx_stats(f.s2);
+    expect_eq(sd.version, RELO_STATS_VERSION);
+    expect_eq(sd.peak_bytes_in_use, 3 * MiB + 4096);
+    expect_eq(sd.bytes_in_use, 2 * MiB + 512 * KiB + 4096);
+    expect_eq(sd.allocations_total, 4);
+    expect_eq(sd.bytes_allocated_total, 3 * MiB + 512 * KiB + 4096);
+    expect_eq(sd.frees_total, 1);
+    expect_eq(sd.bytes_freed_total, 1 * MiB);
+    expect_eq(s1.peak_bytes_in_use, 3 * MiB);
+    expect_eq(s1.allocations_total, 3);
+    expect_eq(s1.frees_total, 1);
+    expect_eq(s2.peak_bytes_in_use, 4096);
+    expect_eq(s2.bytes_allocated_total, 4096);
+    /* A second owner's release frees nothing. */
+    expect_ok(relo_retain(f.dev, b));
+    expect_ok(relo_release(f.dev, b));
+    expect_eq(fx_dev_stats(f.dev).frees_total, 1);
+    expect_ok(relo_release(f.dev, b));
+    expect_ok(relo_release(f.dev, c));
+    expect_ok(relo_release(f.dev, d));
+    sd = fx_dev_stats(f.dev);
+    expect_eq(sd.bytes_in_use, 0);
+    expect_eq(sd.peak_bytes_in_use, 3 * MiB + 4096);
+    expect_eq(sd.frees_total, 4);
+    expect_eq(sd.bytes_freed_total, sd.bytes_allocated_total);
+    expect_ok(relo_device_check(f.dev));
+    /* The printer names the new fields too (one list makes them). */
+    FILE *out = tmpfile();
+    require_true(out != NULL);
+    expect_ok(relo_stats_print(&sd, out));
+    rewind(out);
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, out);
+    buf[n] = '\0';
+    fclose(out);
+    expect_true(strstr(buf, "peak_bytes_in_use:") != NULL);
+    expect_true(strstr(buf, "bytes_freed_total:") != NULL);
+    fx_close(&f);
+}
+
+/* The per-page map: every slice of a page in address order, covering it
+ * exactly, LIVE slices with their handles, and the largest free range of
+ * each page and pool. */
+CHECK_TEST(report_json_maps_every_page)
+{
+    fx f;
+    require_ok(fx_open(&f, NULL, NULL));
+    relo_handle h[3];
+    for (int i = 0; i < 3; i++) h[i] = fx_reserve(f.s, 5 * MiB);
+    expect_ok(relo_release(f.dev, h[1]));
+    size_t len = 0;
+    char *text = report(f.dev, &len);
+    require_true(text != NULL);
+    jval doc;
+    bool valid = jparse(text, len, &doc);
+    require_true(valid);
+    const jval *pools = jget(&jget(&doc, "streams")->items[0], "pools");
+    require_true(pools && pools->type == J_ARR);
+    int seen[3] = {0};
+    int pages = 0;
+    for (size_t i = 0; i < pools->n; i++) {
+        const jval *pool = &pools->items[i];
+        const jval *map = jget(pool, "page_map");
+        require_true(map && map->type == J_ARR);
+        expect_eq((size_t)jget(pool, "pages")->num, map->n);
+        double pool_largest = 0;
+        for (size_t k = 0; k < map->n; k++) {
+            const jval *pg = &map->items[k];
+            const jval *slices = jget(pg, "slices");
+            require_true(slices && slices->type == J_ARR);
+            pages++;
+            double at = 0, largest = 0;
+            for (size_t j = 0; j < slices->n; j++) {
+                const jval *sl = &slices->items[j];
+                const char *state = jget(sl, "state")->str;
+                const jval *handle = jget(sl, "handle");
+                expect_eq((uint64_t)jget(sl, "offset")->num, (uint64_t)at);
+                at += jget(sl, "length")->num;
+                if (strcmp(state, "FREE") == 0) {
+                    expect_eq(handle->type, J_NULL);
+                    if (jget(sl, "length")->num > largest) largest = jget(sl, "length")->num;
+                } else if (strcmp(state, "LIVE") == 0) {
+                    for (int m = 0; m < 3; m++)
+                        if (handle->type == J_NUM && (uint64_t)handle->num == h[m].id) seen[m]++;
+                    expect_eq((uint64_t)jget(sl, "size")->num, 5 * MiB);
+                }
+            }
+            expect_eq((uint64_t)at, (uint64_t)jget(pg, "size")->num);
+            expect_eq((uint64_t)jget(pg, "largest_free")->num, (uint64_t)largest);
+            if (largest > pool_largest) pool_largest = largest;
+        }
+        expect_eq((uint64_t)jget(pool, "largest_free")->num, (uint64_t)pool_largest);
+    }
+    expect_ge(pages, 1);
+    expect_eq(seen[0], 1);
+    expect_eq(seen[1], 0); /* released: its range is FREE, its handle gone */
+    expect_eq(seen[2], 1);
+    jfree(&doc);
+    free(text);
+    expect_ok(relo_release(f.dev, h[0]));
+    expect_ok(relo_release(f.dev, h[2]));
+    fx_close(&f);
+}
+
+/* The run-time version is the one this test was compiled against. */
+CHECK_TEST(version_at_run_time)
+{
+    expect_true(strcmp(relo_version(), RELO_VERSION_STRING) == 0);
+}
+
 CHECK_MAIN()

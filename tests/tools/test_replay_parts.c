@@ -90,13 +90,13 @@ CHECK_TEST(sampler_with_few_events_keeps_each)
 CHECK_TEST(parses_options)
 {
     char *argv[] = {"relo-replay", "--backend", "host", "a.trace", "--capacity=24M", "--layout",
-                    "exclusive", "--no-relocation", "--policy", "dense", "--json", "b.trace",
+                    "adaptive", "--no-relocation", "--policy", "dense", "--json", "b.trace",
                     "--svg", "x.svg", NULL};
     options o;
     require_eq(options_parse(14, argv, &o), OPTIONS_RUN);
     expect_eq(o.backend, REPLAY_BACKEND_HOST);
     expect_eq(o.capacity, 24ull << 20);
-    expect_eq(o.layout, RELO_LAYOUT_EXCLUSIVE);
+    expect_eq(o.layout, RELO_LAYOUT_ADAPTIVE);
     expect_eq(o.relocation, RELO_RELOCATION_OFF);
     expect_eq(o.policy, RELO_POLICY_DENSE);
     expect_true(o.json);

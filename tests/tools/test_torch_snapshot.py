@@ -6,6 +6,7 @@ header it writes, and its refusal of pickles that name a class.
 Usage: test_torch_snapshot.py [CONVERTER]   (default: ../../tools/...)
 Exits 0 on success, 1 on failure; ctest skips it (77) without python3.
 """
+import gzip
 import os
 import pickle
 import subprocess
@@ -64,7 +65,6 @@ def main():
 
         gz = os.path.join(tmp, "toy.trace.gz")
         r = run([snap, "-o", gz])
-        import gzip
         if r.returncode != 0 or not gzip.open(gz, "rt").read().startswith("# relo-trace 1"):
             failures.append("gzip output failed: " + r.stderr)
 
@@ -83,6 +83,58 @@ def main():
             pickle.dump({"device_traces": [[]]}, f)
         if run([empty]).returncode == 0:
             failures.append("a snapshot without events was accepted")
+
+        # Each device is its own trace: one file per device with -o, a
+        # refusal on stdout, one device with --device.
+        two = os.path.join(tmp, "two.pickle")
+        with open(two, "wb") as f:
+            pickle.dump({"device_traces": [
+                [{"action": "alloc", "addr": 0x1000, "size": 100, "stream": 0},
+                 {"action": "free_completed", "addr": 0x1000, "size": 100, "stream": 0}],
+                [],
+                [{"action": "alloc", "addr": 0x1000, "size": 300, "stream": 0}],
+            ]}, f)
+        r = run([two, "-o", os.path.join(tmp, "two.trace.gz")])
+        dev0, dev2 = os.path.join(tmp, "two-dev0.trace.gz"), os.path.join(tmp, "two-dev2.trace.gz")
+        if r.returncode != 0 or not os.path.exists(dev0) or not os.path.exists(dev2) \
+                or os.path.exists(os.path.join(tmp, "two-dev1.trace.gz")):
+            failures.append("no trace per device: %r %r" % (r.stderr, sorted(os.listdir(tmp))))
+        else:
+            ev0 = [l for l in gzip.open(dev0, "rt").read().splitlines() if not l.startswith("#")]
+            ev2 = [l for l in gzip.open(dev2, "rt").read().splitlines() if not l.startswith("#")]
+            if ev0 != ["a 1 100", "f 1"] or ev2 != ["a 1 300"]:
+                failures.append("per-device events %r %r" % (ev0, ev2))
+        r = run([two])
+        if r.returncode != 2 or "choose one with --device" not in r.stderr:
+            failures.append("several devices on stdout not refused: %r" % r.stderr)
+        r = run([two, "--device", "2"])
+        if r.returncode != 0 or [l for l in r.stdout.splitlines() if not l.startswith("#")] != ["a 1 300"]:
+            failures.append("--device 2 gave %r %r" % (r.stdout, r.stderr))
+
+        # A bad event: its device, index and reason, not a dump of it.
+        bad = os.path.join(tmp, "bad.pickle")
+        with open(bad, "wb") as f:
+            pickle.dump({"device_traces": [[
+                {"action": "alloc", "addr": 0x1000, "size": 8, "stream": 0, "frames": ["x"] * 50},
+                {"action": "alloc", "addr": 0x2000, "size": -8, "stream": 0, "frames": ["x"] * 50},
+            ]]}, f)
+        r = run([bad])
+        want = "device 0, event 1: alloc of 0x2000 with a negative size (-8)"
+        if r.returncode != 1 or want not in r.stderr or "frames" in r.stderr or "Traceback" in r.stderr:
+            failures.append("bad event reported as %r" % r.stderr)
+        with open(bad, "wb") as f:
+            pickle.dump({"device_traces": [[
+                {"action": "alloc", "addr": 0x1000, "size": 8},
+                {"action": "alloc", "addr": 0x1000, "size": 8},
+            ]]}, f)
+        r = run([bad])
+        if "event 1: alloc of 0x1000, which is still live (allocated at event 0)" not in r.stderr:
+            failures.append("double alloc reported as %r" % r.stderr)
+
+        # An unwritable -o: a sentence and status 1, no traceback.
+        r = run([snap, "-o", os.path.join(tmp, "no-such-dir", "x.trace")])
+        if r.returncode != 1 or "cannot write" not in r.stderr or "Traceback" in r.stderr:
+            failures.append("unwritable -o gave %d %r" % (r.returncode, r.stderr))
 
     for f in failures:
         print("FAIL", f)

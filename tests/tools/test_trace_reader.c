@@ -147,7 +147,7 @@ CHECK_TEST(rejects_non_numeric_fields)
 {
     expect_true(rejects("a x 10\n", 1, "id 'x' is not a number"));
     expect_true(rejects("a 1 1O\n", 1, "size '1O' is not a number"));
-    expect_true(rejects("a 1 -5\n", 1, "size '-5' is not a number"));
+    expect_true(rejects("a 1 -5\n", 1, "size '-5' is negative (expected a whole number from 0"));
     expect_true(rejects("a 1 +5\n", 1, "is not a number"));
     expect_true(rejects("a 1 0x10\n", 1, "is not a number"));
     expect_true(rejects("a 1 10 s\n", 1, "stream 's' is not a number"));
@@ -334,8 +334,10 @@ CHECK_TEST(rmm_maps_reused_pointers_to_new_ids)
 
 CHECK_TEST(rmm_rejects_bad_lines)
 {
-    expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,free,0x10,5,0\n", 2,
-                        "free of pointer 0x10, which is not live"));
+    expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,free,0x10,5,0\n", 0,
+                        "no events (no allocate line)")); /* the free is skipped */
+    expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x10,-5,0\n", 2,
+                        "Size '-5' is negative"));
     expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x10,5,0\n1,t,allocate,16,5,0\n", 3,
                         "still live"));
     expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,grab,0x10,5,0\n", 2, "unknown action 'grab'"));
@@ -353,6 +355,101 @@ CHECK_TEST(rmm_rejects_bad_lines)
     expect_true(!trace_read_buffer("a 1 10\n", 7, "x.csv", TRACE_FORMAT_RMM, &t, &e));
     expect_true(strstr(e.message, "lacks the column") != NULL);
     trace_free(&t);
+}
+
+CHECK_TEST(rmm_counts_skipped_frees_deallocate_and_size_mismatches)
+{
+    static const char log[] = "Thread,Time,Action,Pointer,Size,Stream\n"
+                              "1,t,free,0x90,64,0\n"          /* allocated before the log began */
+                              "1,t,allocate,0x10,100,0\n"
+                              "1,t,deallocate,0x10,100,0\n"
+                              "1,t,allocate,0x10,300,0\n"
+                              "1,t,free,0x10,200,0\n"         /* names another size */
+                              "1,t,free,0x10,300,0\n";        /* not live any more */
+    trace t;
+    trace_error e;
+    require_true(read_text(log, &t, &e));
+    expect_eq(t.event_count, 4);
+    expect_eq(t.events[1].kind, TRACE_FREE);
+    expect_eq(t.events[3].size, 300); /* the allocation's size is replayed */
+    expect_eq(t.skipped_frees, 2);
+    expect_eq(t.first_skipped_free_line, 2);
+    expect_eq(t.size_mismatches, 1);
+    expect_eq(t.first_size_mismatch_line, 6);
+    expect_eq(t.live_at_end, 0);
+    trace_free(&t);
+}
+
+/* Writes n events of one reused RMM pointer to a file; returns its path. */
+static const char *reused_pointer_log(size_t n)
+{
+    const char *path = scratch_path("reused.csv");
+    if (!path) return NULL;
+    FILE *f = fopen(path, "wb");
+    if (!f) return NULL;
+    fputs("Thread,Time,Action,Pointer,Size,Stream\n", f);
+    for (size_t i = 0; i < n / 2; i++) fputs("1,t,allocate,0x10,64,0\n1,t,free,0x10,64,0\n", f);
+    return fclose(f) == 0 ? path : NULL;
+}
+
+CHECK_TEST(event_limit_refuses_a_trace_past_it)
+{
+    expect_ge(trace_default_max_events(), 4096);
+    const char *path = reused_pointer_log(10000);
+    require_true(path != NULL);
+    trace t;
+    trace_error e;
+    expect_true(!trace_read_path(path, TRACE_FORMAT_AUTO, 1000, &t, &e));
+    expect_eq(e.line, 1002); /* the header, then 1000 events */
+    expect_true(strstr(e.message, "more than 1000 events") != NULL);
+    /* The array stopped growing at the limit, not at the next doubling. */
+    expect_le(t.event_capacity, 1000);
+    trace_free(&t);
+    expect_true(trace_read_path(path, TRACE_FORMAT_AUTO, 10000, &t, &e));
+    expect_eq(t.event_count, 10000);
+    trace_free(&t);
+    unlink(path);
+}
+
+CHECK_TEST(gzip_with_an_overlong_line_stops_at_the_line)
+{
+    /* One line past the limit, then 16 MiB more that must not be decoded. */
+    size_t tail = 16u << 20;
+    size_t n = LINE_READER_MAX + 16 + tail;
+    char *text = malloc(n + 1);
+    require_true(text != NULL);
+    memset(text, '#', LINE_READER_MAX + 16);
+    text[LINE_READER_MAX + 16] = '\n';
+    for (size_t i = LINE_READER_MAX + 17; i < n; i++) text[i] = i % 64 == 63 ? '\n' : 'z';
+    text[n] = '\0';
+    const char *gz = gzip_file("long_line.trace.gz", text);
+    free(text);
+    if (!gz) check_skip("the gzip command is not available");
+    char path[256];
+    snprintf(path, sizeof path, "%s", gz);
+    trace t;
+    trace_error e;
+    expect_true(!trace_read_file(path, TRACE_FORMAT_AUTO, &t, &e));
+    expect_eq(e.line, 1);
+    expect_true(strstr(e.message, "longer than") != NULL);
+    /* Decoded: the line, a chunk of the reader and one of the source. */
+    expect_lt(t.source_bytes, LINE_READER_MAX + (1u << 20));
+    trace_free(&t);
+    unlink(path);
+}
+
+CHECK_TEST(reads_standard_input_as_dash)
+{
+    const char *path = scratch_path("stdin.trace");
+    require_true(path != NULL && write_file(path, small_trace, strlen(small_trace)));
+    require_true(freopen(path, "rb", stdin) != NULL);
+    trace t;
+    trace_error e;
+    require_true(trace_read_path("-", TRACE_FORMAT_AUTO, 0, &t, &e));
+    expect_eq(t.event_count, 5);
+    expect_true(strcmp(t.name, "stdin") == 0);
+    trace_free(&t);
+    unlink(path);
 }
 
 CHECK_TEST(reports_which_gzip_path_is_built)
