@@ -538,7 +538,8 @@ static void run_epoch(uint64_t capacity, relo_layout layout, uint64_t seed, tota
         t->binding_checks += w[i].binding_checks;
         t->move_checks += w[i].move_checks;
     }
-    expect_eq(atomic_load(&ep->failures), 0);
+    int thread_failures = atomic_load(&ep->failures);
+    expect_eq(thread_failures, 0);
 
     /* Every allocation still published holds its pattern, both ways, then
      * goes; nothing is borrowed any more. */
@@ -557,7 +558,8 @@ static void run_epoch(uint64_t capacity, relo_layout layout, uint64_t seed, tota
             expect_ok(relo_release(ep->device, e->handle));
         }
     }
-    expect_eq(atomic_load(&ep->failures), 0);
+    int final_failures = atomic_load(&ep->failures) - thread_failures;
+    expect_eq(final_failures, 0);
 
     relo_stats st;
     expect_ok(relo_device_check(ep->device));
@@ -569,7 +571,8 @@ static void run_epoch(uint64_t capacity, relo_layout layout, uint64_t seed, tota
     t->epochs++;
     if (layout == RELO_LAYOUT_EXCLUSIVE) {
         expect_eq(st.allocations_moved, 0); /* the layout never moves */
-    } else {
+    } else if (thread_failures == 0) {
+        /* (Threads that failed stopped early: their epoch moved less.) */
         expect_ge(st.allocations_moved, EPOCH_MIN_MOVED);
     }
     expect_ok(relo_reclaim(ep->streams[0]));
