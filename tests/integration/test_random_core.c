@@ -204,22 +204,25 @@ static void run(uint64_t seed, int ops, relo_policy policy, uint64_t min_moved)
     fx_close(&f);
 }
 
+/* The minimum moves of each case sit well under what 35 seeds gave (at
+ * least 59, 57 and 126 allocations moved), far above the zero a library
+ * that does not relocate gives. */
 CHECK_TEST(random_core_against_shadow_model)
 {
-    run(check_seed(), 2000, RELO_POLICY_SEED, 30);
+    run(check_seed(), 2000, RELO_POLICY_SEED, 35);
 }
 
 /* A second, shorter run from a seed derived from the first, so one ctest
  * run covers two sequences. */
 CHECK_TEST(random_core_second_sequence)
 {
-    run(check_seed() * 6364136223846793005u + 1442695040888963407u, 1500, RELO_POLICY_SEED, 20);
+    run(check_seed() * 6364136223846793005u + 1442695040888963407u, 1500, RELO_POLICY_SEED, 25);
 }
 
 /* The dense policy also compacts current pages: more moves, same rules. */
 CHECK_TEST(random_core_dense_policy)
 {
-    run(check_seed() ^ 0x5DEECE66Du, 1500, RELO_POLICY_DENSE, 30);
+    run(check_seed() ^ 0x5DEECE66Du, 1500, RELO_POLICY_DENSE, 50);
 }
 
 CHECK_MAIN()

@@ -293,9 +293,12 @@ static void run(uint64_t seed, int ops, bool sim, relo_policy policy, uint64_t m
     fx_close(&f);
 }
 
+/* The minimum moves of each case sit well under what 18 seeds gave (at
+ * least 168, 227 and 169 allocations moved), far above the zero a library
+ * that does not relocate gives. */
 CHECK_TEST(random_reloc_two_streams_with_captures)
 {
-    run(check_seed(), 2000, false, RELO_POLICY_SEED, 60);
+    run(check_seed(), 2000, false, RELO_POLICY_SEED, 80);
 }
 
 /* The same sequence on the sim backend, which holds no bytes: on the host
@@ -303,14 +306,14 @@ CHECK_TEST(random_reloc_two_streams_with_captures)
  * buffers (memset) and by page faults; here they are relo's own work. */
 CHECK_TEST(random_reloc_pauses_without_bytes)
 {
-    run(check_seed(), 3000, true, RELO_POLICY_SEED, 80);
+    run(check_seed(), 3000, true, RELO_POLICY_SEED, 100);
 }
 
 /* The dense policy compacts current pages too; captures and guards must
  * hold it back exactly as they hold back relocation. */
 CHECK_TEST(random_reloc_dense_policy)
 {
-    run(check_seed() ^ 0x5DEECE66Du, 1000, false, RELO_POLICY_DENSE, 40);
+    run(check_seed() ^ 0x5DEECE66Du, 1000, false, RELO_POLICY_DENSE, 70);
 }
 
 CHECK_MAIN()
