@@ -8,8 +8,12 @@
  *
  * expect_* records a failure and goes on; require_* records it and returns
  * from the test function (so use require_* only in the CHECK_TEST body or
- * in helpers that return void). check_skip(reason) ends a case as skipped:
- * the process exits with 77, which ctest reports as SKIP, never as a pass.
+ * in helpers that return void). check_skip(reason), called from the thread
+ * that runs the case (its body or any helper), ends the case as skipped:
+ * the runner counts it and goes on with the next case. A run in which any
+ * case skipped and none failed exits with 77, which ctest reports as SKIP,
+ * never as a pass; a case that recorded a failure before skipping counts
+ * as failed.
  *
  * Randomized tests take their seed from the RELO_SEED environment variable
  * (check_seed()), and print it when they fail.
@@ -18,6 +22,7 @@
 #define RELO_CHECK_H
 
 #include <inttypes.h>
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +40,8 @@ typedef struct check_case {
 static check_case *check_cases_;
 static int check_failures_;
 static int check_skipped_;
+static jmp_buf check_skip_jump_;  /* where check_skip returns to */
+static int check_in_case_;        /* a case runs: check_skip may jump */
 static uint64_t check_seed_value_;
 static int check_seed_used_;
 
@@ -107,13 +114,18 @@ static inline void check_fail_(const char *file, int line, const char *what)
 #define require_ok(s) CHECK_STATUS_(s, RELO_OK, return)
 #define require_status(s, w) CHECK_STATUS_(s, w, return)
 
-/** Ends the process as a skipped case (ctest: SKIP_RETURN_CODE 77). */
-#define check_skip(reason)                                                     \
-    do {                                                                       \
-        printf("SKIP: %s\n", (reason));                                        \
-        fflush(stdout);                                                        \
-        exit(77);                                                              \
-    } while (0)
+/** Ends the running case as skipped: prints the reason and returns to the
+ *  runner, which counts it. Outside a case (a constructor, another thread's
+ *  start) it ends the process with 77 (ctest: SKIP_RETURN_CODE 77). */
+#define check_skip(reason) check_skip_(reason)
+
+static inline _Noreturn void check_skip_(const char *reason)
+{
+    printf("SKIP: %s\n", reason);
+    fflush(stdout);
+    if (check_in_case_) longjmp(check_skip_jump_, 1);
+    exit(77);
+}
 
 /** The seed of a randomized test: RELO_SEED if set, else the clock. */
 static inline uint64_t check_seed(void)
@@ -126,15 +138,21 @@ static inline uint64_t check_seed(void)
     return check_seed_value_;
 }
 
-static inline int check_run_(check_case *c)
+typedef enum check_outcome { CHECK_PASSED, CHECK_FAILED, CHECK_SKIPPED } check_outcome;
+
+static inline check_outcome check_run_(check_case *c)
 {
     int before = check_failures_;
-    c->fn();
+    check_in_case_ = 1;
+    int skipped = setjmp(check_skip_jump_) != 0;
+    if (!skipped) c->fn();
+    check_in_case_ = 0;
     int failed = check_failures_ != before;
-    printf("%s %s\n", failed ? "FAIL" : "ok  ", c->name);
+    printf("%s %s\n", failed ? "FAIL" : skipped ? "skip" : "ok  ", c->name);
     if (failed && check_seed_used_)
         printf("  (seed: RELO_SEED=%" PRIu64 ")\n", check_seed_value_);
-    return failed;
+    if (failed) return CHECK_FAILED;
+    return skipped ? CHECK_SKIPPED : CHECK_PASSED;
 }
 
 #define CHECK_MAIN()                                                           \
@@ -145,7 +163,11 @@ static inline int check_run_(check_case *c)
         for (check_case *c = check_cases_; c; c = c->next) {                   \
             if (argc > 1 && strcmp(argv[1], c->name) != 0) continue;          \
             found++;                                                           \
-            if (check_run_(c)) failed++; else passed++;                        \
+            switch (check_run_(c)) {                                           \
+            case CHECK_PASSED: passed++; break;                                \
+            case CHECK_FAILED: failed++; break;                                \
+            case CHECK_SKIPPED: check_skipped_++; break;                       \
+            }                                                                  \
         }                                                                      \
         if (argc > 1 && !found) {                                              \
             fprintf(stderr, "no test named %s\n", argv[1]);                    \
@@ -153,7 +175,8 @@ static inline int check_run_(check_case *c)
         }                                                                      \
         printf("%d passed, %d failed, %d skipped\n", passed, failed,           \
                check_skipped_);                                                \
-        return failed ? 1 : 0;                                                 \
+        if (failed) return 1;                                                  \
+        return check_skipped_ ? 77 : 0;                                        \
     }
 
 #endif /* RELO_CHECK_H */

@@ -12,7 +12,14 @@
  * device tears down completely. Under the AddressSanitizer build
  * LeakSanitizer then proves nothing leaked across all the runs.
  *
- * Each case prints the range of N it went through.
+ * Relocation is part of every scenario but the EXCLUSIVE one (a layout that
+ * never moves anything): after every step that moved an allocation, with
+ * or without injection, every live allocation's pattern is read back, and
+ * the run without injection must move at least a set number of
+ * allocations, so the failures injected into relocation's planning and
+ * commit are really met.
+ *
+ * Each case prints the range of N it went through and what moved.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,6 +37,10 @@
 #define KIB (UINT64_C(1) << 10)
 
 enum { MAX_ALLOCS = 64, MAX_GRAPHS = 4, STREAMS = 2 };
+
+/* Allocations each scenario's clean run moves at least (the scenarios are
+ * fixed: today they move 8, 2 and 5). */
+enum { MIXED_MOVES = 6, PRESSURE_MOVES = 2, LADDER_MOVES = 5 };
 
 typedef struct alloc {
     relo_handle handle;
@@ -52,6 +63,8 @@ typedef struct world {
     bool oom;                /* an injected failure came back */
     bool broken;             /* an unexpected status came back */
     const char *where;       /* the step that stopped the scenario */
+    uint64_t moved;          /* allocations the device moved so far */
+    uint64_t moves_checked;  /* steps after which a move was verified */
 } world;
 
 /* ---- patterns: head, middle and tail windows of each allocation -------- */
@@ -111,10 +124,28 @@ static void verify_patterns(world *w)
 
 /* ---- steps ------------------------------------------------------------- */
 
+/* After any step: if the device moved allocations since the last look,
+ * every live allocation must still hold its pattern. Reading stats and
+ * bytes allocates no host memory, so this runs under injection too. */
+static void check_moves(world *w, const char *what)
+{
+    if (!w->device) return;
+    relo_stats st;
+    expect_ok(relo_device_stats(w->device, &st));
+    if (st.allocations_moved == w->moved) return;
+    w->moved = st.allocations_moved;
+    w->moves_checked++;
+    const char *where = w->where;
+    w->where = what;
+    verify_patterns(w);
+    w->where = where;
+}
+
 /* Runs one call; stops the scenario (returns false) on an injected failure
  * or on a status other than want. */
 static bool step_(world *w, relo_status s, relo_status want, const char *what)
 {
+    check_moves(w, what);
     if (s == want) return true;
     w->where = what;
     if (s == RELO_ERR_HOST_MEMORY) {
@@ -361,7 +392,7 @@ typedef void (*scenario_fn)(world *);
  * RELO_ERR_HOST_MEMORY or complete (relo handled it: "swallowed"); a run
  * where it did not fire must complete.
  */
-static void oom_loop(const char *name, scenario_fn fn, int sticky)
+static void oom_loop(const char *name, scenario_fn fn, int sticky, uint64_t min_moved)
 {
     world w;
     memset(&w, 0, sizeof w);
@@ -370,9 +401,16 @@ static void oom_loop(const char *name, scenario_fn fn, int sticky)
     fn(&w);
     uint64_t clean = relo__hostmem_calls() - before;
     expect_true(!w.oom && !w.broken);
+    /* The clean run relocates as the scenario means it to (zero for the
+     * layout that never moves). */
+    uint64_t clean_moved = w.moved;
+    if (min_moved)
+        expect_ge(clean_moved, min_moved);
+    else
+        expect_eq(clean_moved, 0);
     finish(&w);
 
-    uint64_t stopped = 0, swallowed = 0, n = 1, bad = 0;
+    uint64_t stopped = 0, swallowed = 0, n = 1, bad = 0, moved_runs = 0, checks = 0;
     for (; n <= clean + 1; n++) {
         memset(&w, 0, sizeof w);
         w.recording = w.prepared = -1;
@@ -391,6 +429,8 @@ static void oom_loop(const char *name, scenario_fn fn, int sticky)
             if (w.oom) stopped++;
             else if (!w.broken) swallowed++;
         }
+        moved_runs += w.moved > 0;
+        checks += w.moves_checked;
         finish(&w);
         if (w.broken || check_failures_ != failed_before) {
             fprintf(stderr, "%s: failed with injection at host allocation %llu (%s), step '%s'\n",
@@ -402,18 +442,22 @@ static void oom_loop(const char *name, scenario_fn fn, int sticky)
         if (!fired) break;
     }
     expect_eq(bad, 0);
-    printf("%s (%s): %llu host allocations in a clean run; N = 1..%llu injected: %llu stopped "
-           "with RELO_ERR_HOST_MEMORY, %llu absorbed by relo and completed\n",
-           name, sticky ? "sticky" : "once", (unsigned long long)clean, (unsigned long long)(n - 1),
-           (unsigned long long)stopped, (unsigned long long)swallowed);
+    printf("%s (%s): %llu host allocations and %llu allocations moved in a clean run; N = 1..%llu "
+           "injected: %llu stopped with RELO_ERR_HOST_MEMORY, %llu absorbed by relo and completed; "
+           "%llu runs moved allocations, bytes verified after %llu moving steps\n",
+           name, sticky ? "sticky" : "once", (unsigned long long)clean, (unsigned long long)clean_moved,
+           (unsigned long long)(n - 1), (unsigned long long)stopped, (unsigned long long)swallowed,
+           (unsigned long long)moved_runs, (unsigned long long)checks);
 }
 
-CHECK_TEST(mixed) { oom_loop("mixed", scenario_mixed, 1); }
-CHECK_TEST(pressure) { oom_loop("pressure", scenario_pressure, 1); }
-CHECK_TEST(ladder) { oom_loop("ladder", scenario_ladder, 1); }
-CHECK_TEST(exclusive) { oom_loop("exclusive", scenario_exclusive, 1); }
+/* The last argument: allocations the clean run must move at least (0: the
+ * scenario's layout never moves, and must not). */
+CHECK_TEST(mixed) { oom_loop("mixed", scenario_mixed, 1, MIXED_MOVES); }
+CHECK_TEST(pressure) { oom_loop("pressure", scenario_pressure, 1, PRESSURE_MOVES); }
+CHECK_TEST(ladder) { oom_loop("ladder", scenario_ladder, 1, LADDER_MOVES); }
+CHECK_TEST(exclusive) { oom_loop("exclusive", scenario_exclusive, 1, 0); }
 /* Non-sticky: only the N-th allocation fails; later calls must work again. */
-CHECK_TEST(mixed_once) { oom_loop("mixed", scenario_mixed, 0); }
-CHECK_TEST(pressure_once) { oom_loop("pressure", scenario_pressure, 0); }
+CHECK_TEST(mixed_once) { oom_loop("mixed", scenario_mixed, 0, MIXED_MOVES); }
+CHECK_TEST(pressure_once) { oom_loop("pressure", scenario_pressure, 0, PRESSURE_MOVES); }
 
 CHECK_MAIN()
