@@ -231,7 +231,7 @@ static inline int fx_regions(uint64_t size, uint64_t off[3], uint64_t len[3])
 /** Writes key's pattern into h (size bytes). */
 static inline relo_status fx_write_pattern(relo_device *d, relo_handle h, uint64_t key, uint64_t size)
 {
-    static uint8_t buf[4 * FX_SAMPLE];
+    uint8_t buf[4 * FX_SAMPLE]; /* per call: threads may write patterns at once */
     uint64_t off[3], len[3];
     int n = fx_regions(size, off, len);
     for (int r = 0; r < n; r++) {
@@ -245,7 +245,7 @@ static inline relo_status fx_write_pattern(relo_device *d, relo_handle h, uint64
 /** Whether h still holds key's pattern. */
 static inline bool fx_check_pattern(relo_device *d, relo_handle h, uint64_t key, uint64_t size)
 {
-    static uint8_t buf[4 * FX_SAMPLE];
+    uint8_t buf[4 * FX_SAMPLE]; /* per call: threads may write patterns at once */
     uint64_t off[3], len[3];
     int n = fx_regions(size, off, len);
     for (int r = 0; r < n; r++) {

@@ -85,21 +85,6 @@ static bool bytes_hold(const relo_binding *b, uint64_t key)
     return true;
 }
 
-/* Writes key's pattern with relo_write (fx_write_pattern's buffer is
- * shared; threads need their own). */
-static relo_status write_pattern(relo_device *d, relo_handle h, uint64_t key, uint64_t size)
-{
-    uint8_t buf[4 * FX_SAMPLE];
-    uint64_t off[3], len[3];
-    int n = fx_regions(size, off, len);
-    for (int r = 0; r < n; r++) {
-        for (uint64_t i = 0; i < len[r]; i++) buf[i] = fx_pattern_byte(key, off[r] + i);
-        relo_status st = relo_write(d, h, off[r], buf, len[r]);
-        if (st != RELO_OK) return st;
-    }
-    return RELO_OK;
-}
-
 /* Launches on one published allocation of any thread, from stream s. */
 static void launch(stress *st, relo_stream *s, shared *slot)
 {
@@ -159,7 +144,7 @@ static void *worker_main(void *arg)
             relo_handle h;
             if (relo_reserve(s, size, &h) != RELO_OK) continue;
             uint64_t key = ((uint64_t)w->id << 48) | ++serial;
-            if (write_pattern(st->dev, h, key, size) != RELO_OK) fail(st, "write by the owner", key);
+            if (fx_write_pattern(st->dev, h, key, size) != RELO_OK) fail(st, "write by the owner", key);
             atomic_store(&mine[i].size, size);
             atomic_store(&mine[i].key, key);
             atomic_store(&mine[i].id, h.id);
