@@ -109,7 +109,7 @@ static bool check_device(relo_device *d, const char **why)
     }
     for (uint32_t i = 0; i < d->handles.count; i++) {
         const relo_slot *slot = &d->handles.slots[i];
-        if (slot->refcount == 0) continue;
+        if (slot->refcount == 0 || !slot->slice) continue; /* free, or a reservation in progress */
         if (!slot->slice || slot->slice->state != RELO_SLICE_LIVE || slot->slice->slot != i) {
             *why = "a live handle does not name its live slice";
             return false;

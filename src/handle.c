@@ -99,7 +99,9 @@ relo_slot *relo__handle_lookup(relo_handle_table *t, relo_handle h)
     uint32_t gen = (uint32_t)(h.id >> GEN_SHIFT);
     if (tag != t->tag || index == 0 || index > t->count) return NULL;
     relo_slot *s = &t->slots[index - 1];
-    if (s->refcount == 0 || s->generation != gen) return NULL;
+    /* No slice yet: a reservation on another thread has the slot while it
+     * waits out a relocation; its handle is not anybody's until it returns. */
+    if (s->refcount == 0 || s->generation != gen || !s->slice) return NULL;
     return s;
 }
 

@@ -70,7 +70,7 @@ relo_status relo__handle_alloc(relo_handle_table *t, uint32_t *slot);
 void relo__handle_free(relo_handle_table *t, uint32_t slot);
 
 /** The live slot a handle names, or NULL (stale, 0, made up, another
- *  device's). */
+ *  device's, or a slot whose reservation has not returned yet). */
 relo_slot *relo__handle_lookup(relo_handle_table *t, relo_handle h);
 
 /** The handle value of a live slot. */
