@@ -17,7 +17,9 @@
  *
  * The device's capacity is set low (relo_device_desc.capacity), so growth
  * makes relo relocate under memory pressure inside relo_reserve; the dense
- * policy also compacts sparse pages. Both policies run, one after the other.
+ * policy also compacts sparse pages. Every eighth step ends a phase with
+ * relo_reclaim of the thread's stream. Both policies run, one after the
+ * other.
  *
  * What is measured (docs/opencl-runtime.md has the definition): a queue
  * stands idle from the completion of its last kernel (host time, taken in
@@ -100,6 +102,7 @@ typedef struct launch {
 typedef struct relo_call {
     uint64_t t0, t1;
     int step;
+    const char *what;
     bool relocated;
     uint64_t bytes_moved, pages_released;
     int64_t reserved_delta;
@@ -139,7 +142,7 @@ static void on_complete(cl_event ev, cl_int status, void *user)
     atomic_store((_Atomic uint64_t *)user, now_ns());
 }
 
-static relo_call *call_begin(worker *w, int step)
+static relo_call *call_begin(worker *w, int step, const char *what)
 {
     if (w->call_count == w->call_cap) {
         int cap = w->call_cap ? w->call_cap * 2 : 256;
@@ -151,6 +154,7 @@ static relo_call *call_begin(worker *w, int step)
     relo_call *c = &w->calls[w->call_count++];
     memset(c, 0, sizeof *c);
     c->step = step;
+    c->what = what;
     c->t0 = now_ns();
     return c;
 }
@@ -161,7 +165,7 @@ static relo_call *call_begin(worker *w, int step)
     do {                                                                          \
         relo_stats b_, a_;                                                        \
         relo_stream_stats((w)->stream, &b_);                                      \
-        relo_call *c_ = call_begin((w), (step));                                  \
+        relo_call *c_ = call_begin((w), (step), #expr);                           \
         (st) = (expr);                                                            \
         if (c_) c_->t1 = now_ns();                                                \
         relo_stream_stats((w)->stream, &a_);                                      \
@@ -294,6 +298,14 @@ static void *run_worker(void *arg)
         bool ok = step_reserve(w, step);
         for (int k = 0; ok && k < LAUNCHES_PER_STEP; k++) ok = step_mix(w, step);
         ok = ok && step_release(w, step);
+        /* Every eighth step ends a phase: the runtime gives back what its
+         * stream no longer needs (moves it off outdated pages; the dense
+         * policy also packs sparse ones). */
+        if (ok && step % 8 == 7) {
+            relo_status st;
+            RELO_CALL(w, step, relo_reclaim(w->stream), st);
+            ok = st == RELO_OK;
+        }
         if (!ok && !w->error) w->error = "a step failed";
     }
     clFinish(w->queue);
@@ -420,7 +432,7 @@ static int run_policy(cl_context ctx, cl_device_id dev, cl_program prog, relo_po
         for (int j = 0; j < nspans[i]; j++) res->idle_ms[i] += (double)(spans[i][j].t1 - spans[i][j].t0) * 1e-6;
     }
     printf("  relocations (one row per relo call that relocated):\n");
-    printf("    %-6s %-4s %9s %11s %13s %10s %11s %14s\n", "thread", "step", "call ms", "own idle ms",
+    printf("    %-6s %-4s %-8s %9s %11s %13s %10s %11s %14s\n", "thread", "step", "call", "call ms", "own idle ms",
            "other idle ms", "MiB moved", "pages back", "reserved MiB");
     for (int i = 0; i < 2; i++) {
         for (int j = 0; j < ws[i].call_count; j++) {
@@ -434,7 +446,8 @@ static int run_policy(cl_context ctx, cl_device_id dev, cl_program prog, relo_po
             res->relocations++;
             res->bytes_moved += c->bytes_moved;
             res->pages_released += c->pages_released;
-            printf("    %-6d %-4d %9.2f %11.2f %13.2f %10.2f %11llu %+14.2f\n", i, c->step, ms, c->own_idle_ms,
+            printf("    %-6d %-4d %-8.7s %9.2f %11.2f %13.2f %10.2f %11llu %+14.2f\n", i, c->step, c->what + 5,
+                   ms, c->own_idle_ms,
                    c->other_idle_ms, (double)c->bytes_moved / (double)MIB, (unsigned long long)c->pages_released,
                    (double)c->reserved_delta / (double)MIB);
         }
