@@ -247,14 +247,14 @@ int main(int argc, char **argv)
         (void)reloc_phases_once(&e, size, fill, ph);
 
         double rel[MAX_RUNS], base[MAX_RUNS], base2[MAX_RUNS];
-        double plan_ms[MAX_RUNS], copy_ms[MAX_RUNS], end_ms[MAX_RUNS], copy_bw[MAX_RUNS];
+        double plan_us[MAX_RUNS], copy_ms[MAX_RUNS], end_ms[MAX_RUNS], copy_bw[MAX_RUNS];
         int nr = 0, nb = 0, nb2 = 0, np = 0;
         for (int r = 0; r < runs; r++) {
             double tb = copy_once(&e, src, dst, size);
             double tb2 = copy_release_once(&e, src, dst, size, fill);
             double tr = reloc_once(&e, size, fill);
             if (reloc_phases_once(&e, size, fill, ph)) {
-                plan_ms[np] = ph[0] * 1e3;
+                plan_us[np] = ph[0] * 1e6;
                 copy_ms[np] = ph[1] * 1e3;
                 end_ms[np] = ph[2] * 1e3;
                 copy_bw[np++] = (double)size / ph[1] / 1e9;
@@ -293,7 +293,7 @@ int main(int argc, char **argv)
         /* Where a relocation's time goes, from the same relocation driven
          * as a pass. */
         snprintf(what, sizeof what, "%4llu MiB pass: relo_pass_begin (plan)", (unsigned long long)(size / MiB));
-        bench_print(what, "ms", bench_summarize(plan_ms, np));
+        bench_print(what, "us", bench_summarize(plan_us, np));
         snprintf(what, sizeof what, "%4llu MiB pass: relo_pass_copy (wait+copy)", (unsigned long long)(size / MiB));
         bench_print(what, "ms", bench_summarize(copy_ms, np));
         snprintf(what, sizeof what, "%4llu MiB pass: relo_pass_end (commit+give back)",
