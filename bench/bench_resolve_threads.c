@@ -9,7 +9,9 @@
  *   2 threads   one thread per stream, started together (a barrier).
  *
  * Throughput is resolves per second of wall time; CPU time (the process's,
- * both threads) per resolve is printed beside it. A control runs the same
+ * both threads) per resolve is printed beside it, and how many CPUs the
+ * two threads actually got (CPU time over wall time: 2 on an idle 2-core
+ * machine). A control runs the same
  * shape with a loop that shares nothing (each thread sums its own array,
  * about as long per step as a resolve), so the ratio the machine itself
  * allows right now is measured in the same run: on a 2-core machine other
@@ -91,7 +93,7 @@ static void *work_loop(void *arg)
 }
 
 typedef struct sample {
-    double ops_per_s, cpu_ns_per_op;
+    double ops_per_s, cpu_ns_per_op, cpus; /* cpus: CPU time / wall time */
 } sample;
 
 /* One run with n threads (1 or 2) of the given kind. */
@@ -115,12 +117,13 @@ static sample run(worker *ws, int n, work kind, uint64_t ops)
     double total = (double)ops * n;
     s.ops_per_s = total / ((double)(t1 - t0) * 1e-9);
     s.cpu_ns_per_op = (double)(c1 - c0) / total;
+    s.cpus = (double)(c1 - c0) / (double)(t1 - t0);
     return s;
 }
 
 static void pair(worker *ws, work kind, const char *name, int runs, uint64_t ops)
 {
-    double one[MAX_RUNS], two[MAX_RUNS], cpu1[MAX_RUNS], cpu2[MAX_RUNS];
+    double one[MAX_RUNS], two[MAX_RUNS], cpu1[MAX_RUNS], cpu2[MAX_RUNS], busy2[MAX_RUNS];
     (void)run(ws, 1, kind, ops / 4); /* warm-up */
     (void)run(ws, 2, kind, ops / 4);
     for (int r = 0; r < runs; r++) {
@@ -138,6 +141,7 @@ static void pair(worker *ws, work kind, const char *name, int runs, uint64_t ops
         two[r] = b.ops_per_s * 1e-6;
         cpu1[r] = a.cpu_ns_per_op;
         cpu2[r] = b.cpu_ns_per_op;
+        busy2[r] = b.cpus;
     }
     char what[96];
     printf("%s:\n", name);
@@ -148,6 +152,7 @@ static void pair(worker *ws, work kind, const char *name, int runs, uint64_t ops
     bench_print(what, "M/s", s2);
     bench_print("CPU per op, 1 thread", "ns", bench_summarize(cpu1, runs));
     bench_print("CPU per op, 2 threads", "ns", bench_summarize(cpu2, runs));
+    bench_print("CPUs the 2 threads got (CPU / wall time)", "", bench_summarize(busy2, runs));
     snprintf(what, sizeof what, "ratio 2 threads / 1 thread");
     bench_ratio(what, s2.median / s1.median, kind == WORK_CONTROL ? "the machine's ceiling now" : ">= 1.6");
 }
