@@ -353,7 +353,7 @@ static int relo_idle_spans(worker *w, span *out, int cap)
 
 typedef struct policy_result {
     uint64_t relocations, bytes_moved, pages_released;
-    double idle_ms[2], busy_wall_ms, longest_relo_call_ms;
+    double idle_ms[2], longest_relo_call_ms;
     bool ok;
 } policy_result;
 
