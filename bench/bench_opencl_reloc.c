@@ -12,6 +12,11 @@
  * allocation and first-touch page faults are charged to neither side. Runs of both kinds alternate
  * after a warm-up; medians and spreads are printed.
  *
+ * The same relocation is also driven as a pass (relo_pass_begin,
+ * relo_pass_copy, relo_pass_end), each step timed, to show where the time
+ * goes: planning, waiting and copying, or committing and giving the
+ * emptied page back.
+ *
  * A second baseline adds the release of a committed buffer as large as the
  * page relocation gives back, the work relocation must do beyond the copy;
  * the ratio to it shows relo's own overhead. On drivers where giving memory
@@ -73,48 +78,97 @@ static relo_status touch(relo_device *d, relo_handle h, uint64_t n)
     return s;
 }
 
-/* One timed relocation of `size` bytes; returns seconds, or < 0 on error. */
-static double reloc_once(env *e, uint64_t size, const unsigned char *fill)
+/* A fresh device holding an allocation of `size` bytes on an outdated page,
+ * and an empty current page with room for it. */
+typedef struct reloc_setup {
+    relo_device *d;
+    relo_stream *s;
+    relo_handle h;
+} reloc_setup;
+
+static void reloc_teardown(reloc_setup *x)
+{
+    if (x->h.id) relo_release(x->d, x->h);
+    if (x->s) relo_stream_destroy(x->s);
+    relo_device_destroy(x->d);
+}
+
+static int reloc_prepare(env *e, uint64_t size, const unsigned char *fill, reloc_setup *x)
 {
     relo_backend *b = NULL;
-    relo_device *d = NULL;
-    relo_stream *s = NULL;
-    relo_handle h = {0}, grow = {0};
-    double t = -1;
-    if (relo_backend_opencl_create(e->context, e->device, e->copy_queue, &b) != RELO_OK) return -1;
-    if (relo_device_create(NULL, b, &d) != RELO_OK) {
+    relo_handle grow = {0};
+    memset(x, 0, sizeof *x);
+    if (relo_backend_opencl_create(e->context, e->device, e->copy_queue, &b) != RELO_OK) return 0;
+    if (relo_device_create(NULL, b, &x->d) != RELO_OK) {
         relo_backend_destroy(b);
-        return -1;
+        return 0;
     }
-    if (relo_stream_create(d, e->queue, &s) != RELO_OK) goto out;
-    if (relo_reserve(s, size, &h) != RELO_OK) goto out;
-    if (relo_write(d, h, 0, fill, size) != RELO_OK) goto out;
+    if (relo_stream_create(x->d, e->queue, &x->s) != RELO_OK) goto fail;
+    if (relo_reserve(x->s, size, &x->h) != RELO_OK) goto fail;
+    if (relo_write(x->d, x->h, 0, fill, size) != RELO_OK) goto fail;
     /* A block larger than the first page grows the arena; once released,
      * its page is held, empty, with room for the relocated allocation. */
     relo_stats st;
-    relo_device_stats(d, &st);
+    relo_device_stats(x->d, &st);
     uint64_t grow_size = st.bytes_reserved + MiB;
-    if (relo_reserve(s, grow_size, &grow) != RELO_OK) goto out;
-    if (touch(d, grow, grow_size) != RELO_OK) goto out;
-    relo_release(d, grow);
-    grow.id = 0;
+    if (relo_reserve(x->s, grow_size, &grow) != RELO_OK) goto fail;
+    if (touch(x->d, grow, grow_size) != RELO_OK) goto fail;
+    relo_release(x->d, grow);
     clFinish(e->copy_queue);
+    return 1;
+fail:
+    if (grow.id) relo_release(x->d, grow);
+    reloc_teardown(x);
+    return 0;
+}
 
-    uint64_t moved_before;
-    relo_device_stats(d, &st);
-    moved_before = st.bytes_moved;
+/* One timed relocation of `size` bytes; returns seconds, or < 0 on error. */
+static double reloc_once(env *e, uint64_t size, const unsigned char *fill)
+{
+    reloc_setup x;
+    if (!reloc_prepare(e, size, fill, &x)) return -1;
+    double t = -1;
+    relo_stats st;
+    relo_device_stats(x.d, &st);
+    uint64_t moved_before = st.bytes_moved;
     uint64_t t0 = bench_now_ns();
-    relo_status rs = relo_reclaim(s);
+    relo_status rs = relo_reclaim(x.s);
     uint64_t t1 = bench_now_ns();
-    relo_device_stats(d, &st);
+    relo_device_stats(x.d, &st);
     if (rs == RELO_OK && st.bytes_moved - moved_before == size) t = (double)(t1 - t0) * 1e-9;
-
-out:
-    if (h.id) relo_release(d, h);
-    if (grow.id) relo_release(d, grow);
-    if (s) relo_stream_destroy(s);
-    relo_device_destroy(d);
+    reloc_teardown(&x);
     return t;
+}
+
+/* The same relocation as a pass the runtime drives, each step timed
+ * (seconds): plan (relo_pass_begin), wait and copy (relo_pass_copy: device
+ * wait, clEnqueueCopyBuffer, clFinish), and end (relo_pass_end: commit and
+ * giving the emptied page back). Returns 0 on error. */
+static int reloc_phases_once(env *e, uint64_t size, const unsigned char *fill, double phase[3])
+{
+    reloc_setup x;
+    if (!reloc_prepare(e, size, fill, &x)) return 0;
+    int ok = 0;
+    relo_pass *pass = NULL;
+    relo_pass_desc desc = {x.s, 0, 0};
+    relo_pass_outcome out = RELO_PASS_ABANDONED;
+    uint64_t t0 = bench_now_ns();
+    if (relo_pass_begin(x.d, &desc, &pass) == RELO_OK) {
+        uint64_t t1 = bench_now_ns();
+        relo_status cs = relo_pass_copy(pass, &out);
+        uint64_t t2 = bench_now_ns();
+        uint32_t moves = relo_pass_move_count(pass);
+        relo_status es = relo_pass_end(pass, out);
+        uint64_t t3 = bench_now_ns();
+        relo_stats st;
+        relo_device_stats(x.d, &st);
+        ok = cs == RELO_OK && es == RELO_OK && out == RELO_PASS_LANDED && moves == 1 && st.bytes_moved == size;
+        phase[0] = (double)(t1 - t0) * 1e-9;
+        phase[1] = (double)(t2 - t1) * 1e-9;
+        phase[2] = (double)(t3 - t2) * 1e-9;
+    }
+    reloc_teardown(&x);
+    return ok;
 }
 
 /* One timed plain copy plus the release of a committed buffer as large as
@@ -189,13 +243,22 @@ int main(int argc, char **argv)
         /* Warm-up: one of each, not recorded. */
         (void)copy_once(&e, src, dst, size);
         (void)reloc_once(&e, size, fill);
+        double ph[3];
+        (void)reloc_phases_once(&e, size, fill, ph);
 
         double rel[MAX_RUNS], base[MAX_RUNS], base2[MAX_RUNS];
-        int nr = 0, nb = 0, nb2 = 0;
+        double plan_us[MAX_RUNS], copy_ms[MAX_RUNS], end_ms[MAX_RUNS], copy_bw[MAX_RUNS];
+        int nr = 0, nb = 0, nb2 = 0, np = 0;
         for (int r = 0; r < runs; r++) {
             double tb = copy_once(&e, src, dst, size);
             double tb2 = copy_release_once(&e, src, dst, size, fill);
             double tr = reloc_once(&e, size, fill);
+            if (reloc_phases_once(&e, size, fill, ph)) {
+                plan_us[np] = ph[0] * 1e6;
+                copy_ms[np] = ph[1] * 1e3;
+                end_ms[np] = ph[2] * 1e3;
+                copy_bw[np++] = (double)size / ph[1] / 1e9;
+            }
             if (tb > 0) base[nb++] = (double)size / tb / 1e9;
             if (tb2 > 0) base2[nb2++] = (double)size / tb2 / 1e9;
             if (tr > 0) rel[nr++] = (double)size / tr / 1e9;
@@ -203,7 +266,7 @@ int main(int argc, char **argv)
         clReleaseMemObject(src);
         clReleaseMemObject(dst);
         free(fill);
-        if (nr == 0 || nb == 0 || nb2 == 0) {
+        if (nr == 0 || nb == 0 || nb2 == 0 || np == 0) {
             printf("  %llu MiB: a run failed\n", (unsigned long long)(size / MiB));
             below_target++;
             continue;
@@ -227,6 +290,20 @@ int main(int argc, char **argv)
                  (unsigned long long)(size / MiB));
         bench_ratio(what, sr.median / sb2.median, "~1: relo's own overhead");
         if (ratio < 0.8) below_target++;
+        /* Where a relocation's time goes, from the same relocation driven
+         * as a pass. */
+        snprintf(what, sizeof what, "%4llu MiB pass: relo_pass_begin (plan)", (unsigned long long)(size / MiB));
+        bench_print(what, "us", bench_summarize(plan_us, np));
+        snprintf(what, sizeof what, "%4llu MiB pass: relo_pass_copy (wait+copy)", (unsigned long long)(size / MiB));
+        bench_print(what, "ms", bench_summarize(copy_ms, np));
+        snprintf(what, sizeof what, "%4llu MiB pass: relo_pass_end (commit+give back)",
+                 (unsigned long long)(size / MiB));
+        bench_print(what, "ms", bench_summarize(end_ms, np));
+        bench_summary sc = bench_summarize(copy_bw, np);
+        snprintf(what, sizeof what, "%4llu MiB pass: copy step alone", (unsigned long long)(size / MiB));
+        bench_print(what, "GB/s", sc);
+        snprintf(what, sizeof what, "%4llu MiB copy step / plain copy", (unsigned long long)(size / MiB));
+        bench_ratio(what, sc.median / sb.median, "~1: the copy itself");
     }
     env_close(&e);
     return below_target ? 1 : 0;
