@@ -9,7 +9,9 @@
  *   - wait_device, copy and wait_copies come without the lock, from the
  *     thread running a relocation pass (one pass at a time per device, so
  *     never two of these at once), while other threads may call alloc,
- *     free, flush, stream_add, stream_remove, read and write.
+ *     free, flush, stream_add, stream_remove, read and write. So does free
+ *     for the pages a pass emptied, once the pass has closed: it may overlap
+ *     an alloc, and whatever capacity accounting the two share needs a lock.
  *   - read and write come without the lock, from any thread, possibly
  *     several at once, each on a buffer no free or copy target overlaps
  *     (relo keeps the page alive and out of relocation meanwhile).

@@ -341,7 +341,10 @@ void relo__device_queue_release(relo_device *device, relo_page *page)
     device->pending = page;
 }
 
-void relo__device_cleanup_periodic(relo_device *d)
+/* The periodic cleanup; with bufs, the buffers of released pages are
+ * detached into bufs (up to cap, counted in *n) instead of freed, the rest
+ * freed at once. */
+static void cleanup(relo_device *d, relo_buffer_free *bufs, uint32_t cap, uint32_t *n)
 {
     if (d->recording || !d->pending) return;
     bool dropped_outdated = false;
@@ -359,12 +362,37 @@ void relo__device_cleanup_periodic(relo_device *d)
         if (p->occupied == 0 && p->guards == 0) {
             relo_pool *pool = p->pool;
             dropped_outdated |= pool->outdated;
-            relo__pool_page_release(pool, p);
+            if (bufs && *n < cap)
+                relo__pool_page_detach(pool, p, &bufs[(*n)++]);
+            else
+                relo__pool_page_release(pool, p);
         }
     }
     d->pending = busy;
     if (dropped_outdated)
         for (uint32_t i = 0; i < d->stream_count; i++) relo__arena_drop_empty_pools(&d->streams[i]->arena);
+}
+
+void relo__device_cleanup_periodic(relo_device *d)
+{
+    cleanup(d, NULL, 0, NULL);
+}
+
+void relo__device_cleanup_off_lock(relo_device *d)
+{
+    if (d->recording || !d->pending) return;
+    uint32_t cap = 0;
+    for (relo_page *p = d->pending; p; p = p->pending_next) cap++;
+    relo_buffer_free *bufs = relo__malloc(cap * sizeof *bufs);
+    uint32_t n = 0;
+    cleanup(d, bufs, bufs ? cap : 0, &n);
+    if (n) {
+        relo_backend *b = d->backend;
+        relo__device_unlock(d);
+        for (uint32_t i = 0; i < n; i++) b->ops.free(b->ctx, bufs[i].buffer, bufs[i].size);
+        relo__device_lock(d);
+    }
+    relo__free(bufs);
 }
 
 static void release_empty(relo_pool *pool, void *user)

@@ -71,6 +71,15 @@ void relo__device_queue_release(relo_device *device, relo_page *page);
 void relo__device_cleanup_periodic(relo_device *device);
 
 /**
+ * As relo__device_cleanup_periodic, but the buffers of the pages it gives
+ * back are freed with the device lock dropped (the bookkeeping is done
+ * first, under it): what a pass emptied goes back off the path other
+ * threads wait on. Falls back to freeing under the lock without host
+ * memory for the list.
+ */
+void relo__device_cleanup_off_lock(relo_device *device);
+
+/**
  * Explicit cleanup of one stream (only non-NULL) or of every stream:
  * relocates with reason EXPLICIT (when relocation is on and no pass is
  * open), packs dense pools, gives back every empty unguarded page of those

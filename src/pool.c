@@ -97,6 +97,14 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
 
 void relo__pool_page_release(relo_pool *pool, relo_page *page)
 {
+    relo_buffer_free b;
+    relo__pool_page_detach(pool, page, &b);
+    relo_backend *backend = pool->stream->device->backend;
+    backend->ops.free(backend->ctx, b.buffer, b.size);
+}
+
+void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *out)
+{
     struct relo_stream *s = pool->stream;
     relo_device *d = s->device;
     RELO_ASSERT(page->occupied == 0 && page->guards == 0 && !page->pending && !page->fenced && !page->transfers);
@@ -108,7 +116,8 @@ void relo__pool_page_release(relo_pool *pool, relo_page *page)
         relo__slice_delete(&d->slab, sl);
         sl = next;
     }
-    d->backend->ops.free(d->backend->ctx, page->buffer, page->size);
+    out->buffer = page->buffer;
+    out->size = page->size;
 
     uint32_t i = page->index;
     pool->pages[i] = pool->pages[--pool->page_count];

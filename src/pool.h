@@ -86,8 +86,19 @@ void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name,
  */
 relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out);
 
+/** A backend buffer whose page is gone, waiting to be freed. */
+typedef struct relo_buffer_free {
+    void *buffer;
+    uint64_t size;
+} relo_buffer_free;
+
 /** Gives an empty, unguarded page back to the backend. Never fails. */
 void relo__pool_page_release(relo_pool *pool, relo_page *page);
+
+/** As relo__pool_page_release, but the buffer is handed to the caller to
+ *  free with the backend later (without the device lock); the bookkeeping
+ *  (bytes reserved, counters) already says it is gone. */
+void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *out);
 
 /** Gives back every empty unguarded page. Returns how many went. */
 uint32_t relo__pool_release_empty(relo_pool *pool);

@@ -374,8 +374,9 @@ bool relo__pass_close(relo_pass *plan, relo_copy_outcome outcome)
     plan->moves = NULL;
     plan->count = plan->cap = plan->fence_count = plan->fence_cap = plan->finish_count = 0;
     if (moved) {
-        /* Outdated pages that emptied go back now, so a retry has the room. */
-        relo__device_cleanup_periodic(d);
+        /* Outdated pages that emptied go back now, so a retry has the room;
+         * their buffers are freed off the lock. */
+        relo__device_cleanup_off_lock(d);
         if (d->backend->ops.flush) d->backend->ops.flush(d->backend->ctx);
     }
     return moved;

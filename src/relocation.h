@@ -135,8 +135,10 @@ relo_copy_outcome relo__pass_copy(relo_pass *pass);
  * LANDED commits every move still PLANNED and frees the targets of skipped
  * ones; ABANDONED frees every target; UNKNOWN leaks both sides of every
  * move. Dropped allocations are freed in every case. Fences come off, the
- * sources lose their marks, threads waiting for the pass wake. Frees the
- * plan (not the pass). Returns true when something moved.
+ * sources lose their marks, threads waiting for the pass wake. Pages that
+ * emptied go back, their buffers freed with the lock dropped for a moment
+ * (relo__device_cleanup_off_lock). Frees the plan (not the pass). Returns
+ * true when something moved.
  */
 bool relo__pass_close(relo_pass *pass, relo_copy_outcome outcome);
 

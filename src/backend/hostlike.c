@@ -62,6 +62,7 @@ relo_status relo__hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
     if (address_alignment < sizeof(void *)) address_alignment = sizeof(void *);
 
     memset(ctx, 0, sizeof *ctx);
+    if (pthread_mutex_init(&ctx->lock, NULL) != 0) return RELO_ERR_HOST_MEMORY;
     copy_faults(&ctx->faults, desc);
     ctx->capacity = desc->capacity;
     ctx->no_free_fill = desc->no_free_fill;
@@ -86,39 +87,50 @@ relo_status relo__hostlike_create(const relo_backend_ops *ops, const relo_host_d
     if (!ctx) return RELO_ERR_HOST_MEMORY;
     relo_backend_props props;
     relo_status s = relo__hostlike_init(ctx, desc, &props);
-    if (s == RELO_OK) s = relo_backend_create(ops, ctx, &props, out);
-    if (s != RELO_OK) relo__free(ctx);
+    if (s != RELO_OK) {
+        relo__free(ctx);
+        return s;
+    }
+    s = relo_backend_create(ops, ctx, &props, out);
+    if (s != RELO_OK) relo__hostlike_destroy(ctx);
     return s;
 }
 
-relo_status relo__hostlike_alloc_admit(const relo__hostlike *ctx, uint64_t size)
+relo_status relo__hostlike_alloc_admit(relo__hostlike *ctx, uint64_t size)
 {
     if (size == 0 || size > ctx->max_page_size) return RELO_ERR_BACKEND;
+    pthread_mutex_lock(&ctx->lock);
+    relo_status st = RELO_OK;
     if (ctx->faults.refuse_alloc_above && size > ctx->faults.refuse_alloc_above)
-        return RELO_ERR_OUT_OF_MEMORY;
+        st = RELO_ERR_OUT_OF_MEMORY;
     if (ctx->faults.refuse_alloc_after &&
         ctx->allocs_since_faults >= ctx->faults.refuse_alloc_after)
-        return RELO_ERR_OUT_OF_MEMORY;
+        st = RELO_ERR_OUT_OF_MEMORY;
     /* Written as a subtraction so that a size near 2^64 cannot wrap. */
     if (ctx->capacity &&
         (ctx->counts.bytes_held > ctx->capacity || size > ctx->capacity - ctx->counts.bytes_held))
-        return RELO_ERR_OUT_OF_MEMORY;
-    return RELO_OK;
+        st = RELO_ERR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
 }
 
 void relo__hostlike_alloc_done(relo__hostlike *ctx, uint64_t size)
 {
+    pthread_mutex_lock(&ctx->lock);
     ctx->counts.allocs++;
     ctx->counts.bytes_held += size;
     ctx->allocs_since_faults++;
+    pthread_mutex_unlock(&ctx->lock);
 }
 
 void relo__hostlike_free_done(relo__hostlike *ctx, uint64_t size)
 {
+    pthread_mutex_lock(&ctx->lock);
     ctx->counts.frees++;
     /* A size that does not match the alloc is a core bug; saturating keeps
      * the count meaningful enough for the test that will catch it. */
     ctx->counts.bytes_held = ctx->counts.bytes_held >= size ? ctx->counts.bytes_held - size : 0;
+    pthread_mutex_unlock(&ctx->lock);
 }
 
 relo_status relo__hostlike_copy_admit(const relo__hostlike *ctx)
@@ -157,6 +169,7 @@ relo_status relo__hostlike_wait_copies(void *ctx)
 
 void relo__hostlike_destroy(void *ctx)
 {
+    pthread_mutex_destroy(&((relo__hostlike *)ctx)->lock);
     relo__free(ctx);
 }
 
@@ -171,9 +184,11 @@ static relo__hostlike *hostlike_of(const relo_backend *backend)
 /* Contract in relo_backend.h. */
 relo_status relo_backend_host_counts(const relo_backend *backend, relo_host_counts *out)
 {
-    const relo__hostlike *h = hostlike_of(backend);
+    relo__hostlike *h = hostlike_of(backend);
     if (!h || !out) return RELO_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&h->lock);
     *out = h->counts;
+    pthread_mutex_unlock(&h->lock);
     return RELO_OK;
 }
 
@@ -183,8 +198,10 @@ relo_status relo_backend_host_set_faults(relo_backend *backend, const relo_host_
 {
     relo__hostlike *h = hostlike_of(backend);
     if (!h || !desc) return RELO_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&h->lock);
     copy_faults(&h->faults, desc);
     h->allocs_since_faults = 0;
+    pthread_mutex_unlock(&h->lock);
     h->copies_since_faults = 0;
     return RELO_OK;
 }

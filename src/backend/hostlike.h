@@ -5,22 +5,24 @@
  * refused, and the operations that do not touch bytes (flush, the two waits,
  * destroy). host.c and sim.c differ only in what a buffer is.
  *
- * alloc, free, flush, write and read come with the device lock held; the
- * two waits and copy come from the one thread running a pass, without it.
- * The two groups write disjoint fields (the alloc counters and bytes held;
- * the copy and wait counters) and only read the faults, which only
- * relo_backend_host_set_faults changes (with no pass running), so the
- * context needs no lock of its own.
+ * The core calls alloc, flush, write and read with the device lock held,
+ * and the two waits, copy and some frees (of pages a pass emptied) from the
+ * thread running a pass, without it. The capacity accounting (bytes held,
+ * the alloc and free counts) is shared between alloc and free, so it has a
+ * lock of its own; the copy and wait counters are written by the pass
+ * thread only, and the faults change only in relo_backend_host_set_faults.
  */
 #ifndef RELO_BACKEND_HOSTLIKE_H
 #define RELO_BACKEND_HOSTLIKE_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "backend/backend.h"
 
 /* The context of a host or sim backend (see above for who writes what). */
 typedef struct relo__hostlike {
+    pthread_mutex_t lock;          /* bytes held, the alloc and free counts, allocs_since_faults */
     relo_host_desc faults;         /* refuse_* and fail_* in force; the rest unused */
     uint64_t capacity;             /* bytes lent before refusing; 0 = unlimited */
     uint64_t max_page_size;        /* largest buffer accepted */
@@ -55,7 +57,7 @@ relo_status relo__hostlike_create(const relo_backend_ops *ops, const relo_host_d
  * RELO_ERR_BACKEND for a size the contract forbids (0, above max page).
  * Changes nothing.
  */
-relo_status relo__hostlike_alloc_admit(const relo__hostlike *ctx, uint64_t size);
+relo_status relo__hostlike_alloc_admit(relo__hostlike *ctx, uint64_t size);
 
 /* Records a served alloc of size bytes. */
 void relo__hostlike_alloc_done(relo__hostlike *ctx, uint64_t size);
