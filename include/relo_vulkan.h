@@ -112,6 +112,13 @@ typedef struct relo_vulkan_desc {
      *  buffers even where pages are host-visible (the path of a discrete
      *  GPU, for tests on devices without one). */
     bool staging;
+    /** Called once, last, when the backend is destroyed (by
+     *  relo_device_destroy or relo_backend_destroy), after it freed its
+     *  own Vulkan objects, so a runtime that ties the device's life to
+     *  relo's may destroy the device there. May be NULL. Also called when
+     *  relo_backend_vulkan_create fails after checking its arguments. */
+    void (*release)(void *user);
+    void *release_user;               /**< passed to release */
 } relo_vulkan_desc;
 
 /**
@@ -139,7 +146,9 @@ typedef struct relo_vulkan_stream {
  * device or device; neither queue nor submit; a queue family the physical
  * device lacks; a device older than Vulkan 1.2); RELO_ERR_HOST_MEMORY;
  * RELO_ERR_BACKEND (no memory type fits storage buffers, or a Vulkan call
- * failed). Thread-safe: it touches only the objects given.
+ * failed). On every failure after the argument checks (host memory,
+ * backend) desc->release is called before it returns.
+ * Thread-safe: it touches only the objects given.
  */
 RELO_API relo_status relo_backend_vulkan_create(const relo_vulkan_desc *desc, relo_backend **out);
 

@@ -476,7 +476,10 @@ static void vk_destroy(void *ctx)
     relo__free(c->streams);
     pthread_mutex_destroy(&c->queue_lock);
     pthread_mutex_destroy(&c->lock);
+    void (*release)(void *) = c->desc.release;
+    void *user = c->desc.release_user;
     relo__free(c);
+    if (release) release(user);
 }
 
 static const relo_backend_ops vulkan_ops = {
@@ -645,7 +648,10 @@ relo_status relo_backend_vulkan_create(const relo_vulkan_desc *desc, relo_backen
     if (desc->queue_family >= families) return RELO_ERR_INVALID_ARGUMENT;
 
     vk_ctx *c = relo__calloc(sizeof *c);
-    if (!c) return RELO_ERR_HOST_MEMORY;
+    if (!c) {
+        if (desc->release) desc->release(desc->release_user);
+        return RELO_ERR_HOST_MEMORY;
+    }
     c->desc = *desc;
     c->last_error = VK_SUCCESS;
     c->usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
@@ -653,11 +659,13 @@ relo_status relo_backend_vulkan_create(const relo_vulkan_desc *desc, relo_backen
     if (desc->buffer_device_address) c->usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
         relo__free(c);
+        if (desc->release) desc->release(desc->release_user);
         return RELO_ERR_HOST_MEMORY;
     }
     if (pthread_mutex_init(&c->queue_lock, NULL) != 0) {
         pthread_mutex_destroy(&c->lock);
         relo__free(c);
+        if (desc->release) desc->release(desc->release_user);
         return RELO_ERR_HOST_MEMORY;
     }
 
