@@ -575,6 +575,33 @@ CHECK_TEST(create_checks_its_arguments)
     env_close(&e);
 }
 
+static void count_release(void *user)
+{
+    (*(int *)user)++;
+}
+
+CHECK_TEST(release_runs_once_when_the_backend_goes)
+{
+    vk_env e;
+    env_open(&e);
+    int released = 0;
+    relo_vulkan_desc d = desc_of(&e);
+    d.release = count_release;
+    d.release_user = &released;
+    relo_backend *b = NULL;
+    require_ok(relo_backend_vulkan_create(&d, &b));
+    fx f;
+    require_true(dev_open(&f, &e, b, 1));
+    expect_eq(released, 0);
+    fx_close(&f); /* relo_device_destroy destroys the backend */
+    expect_eq(released, 1);
+    /* A refused argument is not a failure after the checks: no release. */
+    d.queue_family = 1000;
+    expect_status(relo_backend_vulkan_create(&d, &b), RELO_ERR_INVALID_ARGUMENT);
+    expect_eq(released, 1);
+    env_close(&e);
+}
+
 /* write, copy, read through the ops, on a backend made from d. */
 static void ops_round_trip(vk_env *e, relo_vulkan_desc d)
 {
