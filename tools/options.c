@@ -19,11 +19,14 @@ void options_usage(FILE *f)
         "PyTorch snapshots: convert first with tools/torch_snapshot_to_trace.py.\n"
         "\n"
         "options:\n"
-        "  --backend sim|host|opencl  sim (default): bookkeeping only, any size;\n"
+        "  --backend sim|host|opencl|vulkan\n"
+        "                             sim (default): bookkeeping only, any size;\n"
         "                             host: real bytes, every allocation filled with\n"
         "                             a pattern and checked after each relocation and\n"
         "                             at its free (a mismatch fails the replay);\n"
         "                             opencl: the first OpenCL GPU (else any device),\n"
+        "                             bytes checked as on host; vulkan: the first\n"
+        "                             Vulkan 1.2 GPU (else any device, e.g. lavapipe),\n"
         "                             bytes checked as on host\n"
         "  --capacity BYTES|auto      device size (e.g. 24G, 1.5GiB, 512M; binary\n"
         "                             units); default unlimited. 'auto' means the fit\n"
@@ -36,9 +39,9 @@ void options_usage(FILE *f)
         "  --policy seed|dense        placement policy (relo_device_desc.policy)\n"
         "  --format auto|relo|rmm     input format (auto: RMM when the first line is\n"
         "                             its CSV header)\n"
-        "  --verify-full              host, opencl: check every byte, not the sparse\n"
-        "                             windows (first/last 4 KiB and 64 B per MiB);\n"
-        "                             refused on sim, which holds no bytes\n"
+        "  --verify-full              host, opencl, vulkan: check every byte, not\n"
+        "                             the sparse windows (first/last 4 KiB and 64 B\n"
+        "                             per MiB); refused on sim, which holds no bytes\n"
         "  --max-events N             refuse a trace of more than N events (default:\n"
         "                             as many as fit in 1/8 of physical memory)\n"
         "  --baseline pytorch|pytorch-expandable\n"
@@ -135,8 +138,8 @@ options_result options_parse(int argc, char **argv, options *o)
             options_usage(stdout);
             return OPTIONS_EXIT_OK;
         } else if (strcmp(name, "--backend") == 0) {
-            static const char *const names[] = {"sim", "host", "opencl"};
-            if (!pick(value, names, 3, &k)) return bad_choice(name, value, names, 3);
+            static const char *const names[] = {"sim", "host", "opencl", "vulkan"};
+            if (!pick(value, names, 4, &k)) return bad_choice(name, value, names, 4);
             o->backend = (replay_backend_kind)k;
         } else if (strcmp(name, "--capacity") == 0) {
             if (strcmp(value, "auto") == 0) {
@@ -206,7 +209,7 @@ options_result options_parse(int argc, char **argv, options *o)
     }
     if (o->verify_full && !replay_backend_has_bytes(o->backend)) {
         fprintf(stderr, "relo-replay: --verify-full checks bytes, and the %s backend holds none\n"
-                        "  (use --backend host or opencl)\n", replay_backend_name(o->backend));
+                        "  (use --backend host, opencl or vulkan)\n", replay_backend_name(o->backend));
         return OPTIONS_EXIT_USAGE;
     }
     if (o->policy == RELO_POLICY_DENSE && o->layout == RELO_LAYOUT_EXCLUSIVE) {
@@ -215,7 +218,7 @@ options_result options_parse(int argc, char **argv, options *o)
                         "  policy that did not run (choose one)\n");
         return OPTIONS_EXIT_USAGE;
     }
-    if (o->fit && o->backend == REPLAY_BACKEND_OPENCL) {
+    if (o->fit && (o->backend == REPLAY_BACKEND_OPENCL || o->backend == REPLAY_BACKEND_VULKAN)) {
         fprintf(stderr, "relo-replay: --fit needs a backend that lends a chosen capacity (sim or host)\n");
         return OPTIONS_EXIT_USAGE;
     }

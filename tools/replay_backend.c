@@ -2,7 +2,8 @@
  * replay_backend.c — creating the replay's backend.
  *
  * The OpenCL path picks the first GPU of the first platform that has one
- * (else the first device of any type) and gives relo a queue of its own.
+ * (else the first device of any type) and gives relo a queue of its own;
+ * the Vulkan one is in replay_vulkan.c.
  */
 #include "replay_backend.h"
 
@@ -12,6 +13,9 @@
 #ifdef RELO_HAVE_OPENCL
 #include "relo_opencl.h"
 #endif
+#ifdef RELO_HAVE_VULKAN
+#include "replay_vulkan.h"
+#endif
 
 const char *replay_backend_name(replay_backend_kind kind)
 {
@@ -19,6 +23,7 @@ const char *replay_backend_name(replay_backend_kind kind)
     case REPLAY_BACKEND_SIM: return "sim";
     case REPLAY_BACKEND_HOST: return "host";
     case REPLAY_BACKEND_OPENCL: return "opencl";
+    case REPLAY_BACKEND_VULKAN: return "vulkan";
     case REPLAY_BACKEND_KIND_COUNT: break;
     }
     return "?";
@@ -26,16 +31,32 @@ const char *replay_backend_name(replay_backend_kind kind)
 
 int replay_backend_has_bytes(replay_backend_kind kind)
 {
-    return kind == REPLAY_BACKEND_HOST || kind == REPLAY_BACKEND_OPENCL;
+    return kind == REPLAY_BACKEND_HOST || kind == REPLAY_BACKEND_OPENCL ||
+           kind == REPLAY_BACKEND_VULKAN;
 }
 
 int replay_backend_available(replay_backend_kind kind)
 {
+    switch (kind) {
+    case REPLAY_BACKEND_SIM:
+    case REPLAY_BACKEND_HOST:
+        return 1;
+    case REPLAY_BACKEND_OPENCL:
 #ifdef RELO_HAVE_OPENCL
-    return kind < REPLAY_BACKEND_KIND_COUNT;
+        return 1;
 #else
-    return kind == REPLAY_BACKEND_SIM || kind == REPLAY_BACKEND_HOST;
+        return 0;
 #endif
+    case REPLAY_BACKEND_VULKAN:
+#ifdef RELO_HAVE_VULKAN
+        return 1;
+#else
+        return 0;
+#endif
+    case REPLAY_BACKEND_KIND_COUNT:
+        break;
+    }
+    return 0;
 }
 
 #ifdef RELO_HAVE_OPENCL
@@ -115,6 +136,13 @@ relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, u
         return opencl_create(out, msg, msg_cap);
 #else
         snprintf(msg, msg_cap, "this relo-replay was built without OpenCL (no OpenCL headers and loader found)");
+        return RELO_ERR_UNSUPPORTED;
+#endif
+    case REPLAY_BACKEND_VULKAN:
+#ifdef RELO_HAVE_VULKAN
+        return replay_vulkan_create(out, msg, msg_cap);
+#else
+        snprintf(msg, msg_cap, "this relo-replay was built without Vulkan (no Vulkan headers and loader found)");
         return RELO_ERR_UNSUPPORTED;
 #endif
     default:

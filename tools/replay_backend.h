@@ -1,6 +1,7 @@
 /*
  * replay_backend.h — the backends relo-replay can replay on: sim (no bytes,
- * any size), host (real bytes, checked), and OpenCL where it was built.
+ * any size), host (real bytes, checked), and OpenCL and Vulkan where they
+ * were built.
  */
 #ifndef RELO_TOOLS_REPLAY_BACKEND_H
 #define RELO_TOOLS_REPLAY_BACKEND_H
@@ -14,16 +15,18 @@ typedef enum replay_backend_kind {
     REPLAY_BACKEND_SIM = 0,
     REPLAY_BACKEND_HOST,
     REPLAY_BACKEND_OPENCL,
+    REPLAY_BACKEND_VULKAN,
     REPLAY_BACKEND_KIND_COUNT
 } replay_backend_kind;
 
-/** "sim", "host", "opencl". */
+/** "sim", "host", "opencl", "vulkan". */
 const char *replay_backend_name(replay_backend_kind kind);
 
-/** Whether kind holds real bytes (host, OpenCL): replays check them. */
+/** Whether kind holds real bytes (host, OpenCL, Vulkan): replays check them. */
 int replay_backend_has_bytes(replay_backend_kind kind);
 
-/** Whether this build can create kind (OpenCL only where it was built). */
+/** Whether this build can create kind (OpenCL and Vulkan only where they
+ *  were built). */
 int replay_backend_available(replay_backend_kind kind);
 
 /**
@@ -37,7 +40,7 @@ uint64_t replay_backend_max_page(uint64_t max_alloc);
 
 /**
  * Creates a backend of kind that lends at most capacity bytes (0 =
- * unlimited; an OpenCL device keeps its own size) and takes pages of at
+ * unlimited; an OpenCL or Vulkan device keeps its own size) and takes pages of at
  * least max_alloc bytes. On failure returns the status and writes a
  * sentence to msg.
  */

@@ -10,7 +10,7 @@
 #      relo::relo_static), configured with the CUDA toolkit hidden (no nvcc
 #      on PATH or where CMake looks, CUDAToolkit_ROOT an empty folder); the
 #      programs run.
-#   4. Each device backend built (opencl, cuda): its component and its
+#   4. Each device backend built (opencl, cuda, vulkan): its component and its
 #      relo-<backend>.pc link a program that calls the backend. Where relo
 #      has the CUDA backend, asking for the cuda component with the toolkit
 #      hidden must fail: that shows the hiding in 3 worked.
@@ -145,7 +145,7 @@ gpu_free "$scratch/consumer/build/app_static"
 echo "ok   find_package(relo) + relo::relo and relo::relo_static, CUDA toolkit hidden: built, run"
 
 # 4. Device backends: each a component with its own library and .pc.
-for b in opencl cuda; do
+for b in opencl cuda vulkan; do
     if [ ! -e "$libdir/librelo_$b.so" ]; then
         echo "--   $b backend not built: its component is not checked"
         continue
@@ -158,6 +158,10 @@ for b in opencl cuda; do
     cuda)
         runtime=libcuda.so
         call='relo_backend_cuda_create(NULL, 0, NULL, &backend)'
+        ;;
+    vulkan)
+        runtime=libvulkan.so
+        call='relo_backend_vulkan_create(NULL, &backend)'
         ;;
     esac
     needs "$libdir/librelo_$b.so" "$runtime"
