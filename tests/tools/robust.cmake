@@ -14,7 +14,7 @@ relo_cli_test(capacity_fraction_refused 2 "invalid value '0.018730341T' for --ca
 
 # Messages that point a way forward.
 relo_cli_test(version 0 "^relo-replay [0-9]+\\.[0-9]+\\.[0-9]+ \\(library [0-9]+\\.[0-9]+\\.[0-9]+\\)$" ARGS --version)
-relo_cli_test(bad_backend_lists_choices 2 "invalid value 'gpu' for --backend \\(expected sim, host or opencl\\)"
+relo_cli_test(bad_backend_lists_choices 2 "invalid value 'gpu' for --backend \\(expected sim, host, opencl or vulkan\\)"
               ARGS --backend gpu ${_data}/tiny.trace)
 relo_cli_test(bad_policy_lists_choices 2 "for --policy \\(expected seed or dense\\)" ARGS --policy best ${_data}/tiny.trace)
 relo_cli_test(bad_format_lists_choices 2 "for --format \\(expected auto, relo or rmm\\)" ARGS --format csv ${_data}/tiny.trace)
