@@ -203,10 +203,12 @@ relo_copy_outcome relo__pass_copy(relo_pass *pass)
     return RELO_COPY_LANDED;
 }
 
-/* Commits the moves still PLANNED; the targets of skipped moves go back. */
-static void commit(relo_device *d, relo_pass *plan)
+/* Commits the moves still PLANNED (the others are left to the caller);
+ * returns how many committed. */
+static uint32_t commit(relo_device *d, relo_pass *plan)
 {
     uint64_t pass = plan->id;
+    uint32_t committed = 0;
     for (uint32_t i = 0; i < plan->count; i++) {
         relo_move *mv = &plan->moves[i];
         if (mv->fate != RELO_FATE_PLANNED) continue;
@@ -226,8 +228,10 @@ static void commit(relo_device *d, relo_pass *plan)
         d->counters.allocations_moved++;
         d->counters.bytes_moved += size;
         if (d->move_hook) d->move_hook(d->move_hook_user, relo__handle_of(&d->handles, mv->slot), size);
+        committed++;
     }
-    d->counters.relocations++;
+    if (committed) d->counters.relocations++;
+    return committed;
 }
 
 static void count_abandoned(relo_device *d, const relo_pass *plan)
@@ -325,8 +329,7 @@ bool relo__pass_close(relo_pass *plan, relo_copy_outcome outcome)
     if (plan->count > 0) {
         switch (outcome) {
         case RELO_COPY_LANDED:
-            commit(d, plan);
-            moved = true;
+            moved = commit(d, plan) > 0;
             break;
         case RELO_COPY_ABANDONED:
             count_abandoned(d, plan);
