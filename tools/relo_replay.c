@@ -17,6 +17,7 @@
 #include "replay.h"
 #include "report.h"
 #include "svg.h"
+#include "sweep.h"
 #include "trace_reader.h"
 
 /* Events past which a single replay earns a progress bar. */
@@ -43,9 +44,31 @@ static replay_config base_config(const options *o, progress *bar)
     cfg.layout = o->layout;
     cfg.relocation = o->relocation;
     cfg.policy = o->policy;
+    cfg.granule = o->granule;
     cfg.verify_full = o->verify_full;
     cfg.progress = bar->enabled ? bar : NULL;
     return cfg;
+}
+
+/* The sweep's range in bytes: multiples of peak live, from the fit
+ * capacity when asked. Returns false (with a sentence) when it has none. */
+static bool sweep_range(const options *o, const trace *t, const fit_result *fit, uint64_t *from,
+                        uint64_t *to, uint64_t *step, char *msg, size_t cap)
+{
+    double peak = (double)(t->peak_live_bytes ? t->peak_live_bytes : 1);
+    if (o->sweep_from_fit) {
+        if (!fit->found) {
+            snprintf(msg, cap, "no fit capacity to start from: %.260s", fit->error);
+            return false;
+        }
+        *from = fit->capacity;
+    } else {
+        *from = (uint64_t)(peak * o->sweep_from + 0.5);
+    }
+    *to = (uint64_t)(peak * o->sweep_to + 0.5);
+    *step = (uint64_t)(peak * o->sweep_step + 0.5);
+    if (*step == 0) *step = 1;
+    return true;
 }
 
 /* Replays one trace as the options ask; returns the exit status it earns. */
@@ -90,6 +113,17 @@ static int replay_one(const options *o, const char *path, const trace *t, bool *
             }
         }
     }
+    sweep_result sweep;
+    memset(&sweep, 0, sizeof sweep);
+    bool swept = false;
+    if (o->sweep) {
+        uint64_t from, to, step;
+        if (sweep_range(o, t, &fit, &from, &to, &step, sweep.error, sizeof sweep.error)) {
+            swept = sweep_run(t, &cfg, from, to, step, &sweep);
+        } else {
+            sweep.status = RELO_ERR_INVALID_ARGUMENT;
+        }
+    }
     if (!have_main) {
         replay_config run = cfg;
         run.capacity = capacity;
@@ -99,7 +133,7 @@ static int replay_one(const options *o, const char *path, const trace *t, bool *
         if (run.progress) progress_end(run.progress);
     }
     report rep = {path, t, o, have_main && o->fit ? 0 : capacity, &main_run, o->fit ? &fit : NULL,
-                  (double)(replay_now_ns() - start) / 1e9};
+                  o->sweep ? &sweep : NULL, (double)(replay_now_ns() - start) / 1e9};
     if (o->json) {
         if (!*first_json) fputs(",\n", stdout);
         report_json(stdout, &rep);
@@ -116,6 +150,15 @@ static int replay_one(const options *o, const char *path, const trace *t, bool *
     if (o->fit && !fit.found) {
         if (fit.status != RELO_OK && main_run.status == RELO_OK)
             fprintf(stderr, "%s: fit search failed: %s\n", path, fit.error);
+        status = 1;
+    }
+    if (o->sweep && !swept) {
+        if (sweep.status != RELO_OK)
+            fprintf(stderr, "%s: sweep stopped: %s\n", path, sweep.error);
+        for (unsigned i = 0; i < sweep.failed && i < SWEEP_MAX_NAMED; i++)
+            fprintf(stderr, "%s: out of memory at capacity %llu (%.4f x peak live)\n", path,
+                    (unsigned long long)sweep.failed_at[i],
+                    (double)sweep.failed_at[i] / (double)(t->peak_live_bytes ? t->peak_live_bytes : 1));
         status = 1;
     }
     if (o->svg) {

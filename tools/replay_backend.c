@@ -82,12 +82,14 @@ static relo_status opencl_create(relo_backend **out, char *msg, size_t msg_cap)
 }
 #endif
 
-relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, uint64_t max_alloc,
+relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, uint64_t granule,
+                                  uint64_t max_alloc,
                                   relo_backend **out, char *msg, size_t msg_cap)
 {
     relo_host_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.capacity = capacity;
+    desc.granule = granule;
     /* The default 1 GiB page is kept unless the trace needs more: the
      * arena's page is the request plus 1 MiB, rounded up to 1 MiB. */
     const uint64_t gib = 1ull << 30, mib = 1ull << 20;
