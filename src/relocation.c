@@ -145,11 +145,25 @@ static void plan_arena(relo_stream *s, relo_pass *plan)
     relo_new_page allow_new = plan->reason == RELO_REASON_ARENA_FULL || plan->reason == RELO_REASON_CAPTURE
                                   ? RELO_NEW_PAGE_POOL_RULE
                                   : RELO_NEW_PAGE_NONE;
+    uint32_t mark = plan->count;
+    uint64_t given = 0, taken = 0;
     for (uint32_t i = 0; i < m; i++) {
         if (relo__pass_full(plan, c[i].live_bytes)) break; /* the rest waits for the next trigger */
-        relo__pass_plan_page(plan, target, c[i].page, allow_new);
+        relo_page *p = c[i].page;
+        if (!relo__pass_plan_page(plan, target, p, allow_new)) continue;
+        /* What moving this page gives back: the whole page when nothing
+         * else stays on it, at the cost of the room its allocations take. */
+        if (c[i].live_bytes == p->occupied_bytes) given += p->size;
+        taken += p->occupied_bytes;
     }
     relo__free(c);
+    /* Under pressure the room the moves take in current pages is room the
+     * next reservations would have used: a pass that does not give back at
+     * least a granule more than it takes (a page, net) only copies, and
+     * the allocations it would move often die soon anyway. It is not
+     * started (docs/policy.md: it made the seed policy's fit worse). */
+    if (plan->reason == RELO_REASON_MEMORY_PRESSURE && (given < taken || given - taken < s->device->granule))
+        free_targets(plan, mark);
 }
 
 void relo__relocation_plan(relo_pass *pass, relo_stream *only)

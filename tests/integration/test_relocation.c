@@ -700,3 +700,37 @@ CHECK_TEST(b37_wait_device_before_copies_wait_copies_after)
 }
 
 CHECK_MAIN()
+
+/* A pressure relocation that cannot give a page back is not started: the
+ * outdated page is full, so moving it would take as much room in the
+ * current page as it gives back (docs/policy.md). With room left on the
+ * outdated page the same relocation does give back, and runs. */
+static void pressure_gain_case(uint64_t second, bool expect_move)
+{
+    relo_host_desc hd = fx_host();
+    hd.capacity = 24 * MiB;
+    fx f;
+    require_ok(fx_open(&f, &hd, FX_SEED));
+    relo_handle a1 = fx_reserve(f.s, 1 * MiB);
+    relo_handle a2 = fx_reserve(f.s, second); /* same 2 MiB page */
+    expect_eq(fx_stats(f.s).pages, 1);
+    relo_handle b = fx_reserve(f.s, 9 * MiB); /* a 10 MiB page; the first is outdated */
+    expect_ok(relo_release(f.dev, b));
+    expect_eq(fx_stats(f.s).outdated_pages, 1);
+    expect_eq(relo__testing_trigger(f.s), RELO_REASON_MEMORY_PRESSURE);
+
+    relo_handle c = fx_reserve(f.s, 1 * MiB);
+    relo_stats dev = fx_dev_stats(f.dev);
+    expect_eq(dev.allocations_moved, expect_move ? 2u : 0u);
+    expect_eq(fx_stats(f.s).outdated_pages, expect_move ? 0u : 1u);
+    expect_ok(relo_release(f.dev, a1));
+    expect_ok(relo_release(f.dev, a2));
+    expect_ok(relo_release(f.dev, c));
+    fx_close(&f);
+}
+
+CHECK_TEST(pressure_relocation_that_gives_nothing_back_is_not_started)
+{
+    pressure_gain_case(1 * MiB, false);
+    pressure_gain_case(1 * MiB / 2, true);
+}
