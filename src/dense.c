@@ -40,7 +40,7 @@ void relo__dense_init(struct relo_stream *s)
     }
 }
 
-static relo_pool *pool_for(struct relo_stream *s, uint64_t padded)
+relo_pool *relo__dense_pool_for(struct relo_stream *s, uint64_t padded)
 {
     if (padded <= RELO_DENSE_FINE_MAX && padded <= s->dense[0].page_size) return &s->dense[0];
     return &s->dense[1];
@@ -80,7 +80,7 @@ relo_status relo__dense_reserve(struct relo_stream *s, uint64_t size, uint32_t s
     relo_device *d = s->device;
     uint64_t padded;
     if (!relo__round_up(size, d->alignment, &padded) || padded > d->max_page) return RELO_ERR_BUFFER_TOO_BIG;
-    relo_pool *pool = pool_for(s, padded);
+    relo_pool *pool = relo__dense_pool_for(s, padded);
     relo_status st = relo__sliced_reserve(pool, size, slot, RELO_SLICE_LIVE, false, out);
     if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN || !allow_new_page) return st;
     /* A new page is needed. When the pools already hold more than the slack
