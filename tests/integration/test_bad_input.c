@@ -84,6 +84,7 @@ CHECK_TEST(b49_null_device_and_stream_api)
     expect_ok(relo_device_desc_get(f.dev, &got));
     expect_eq(got.layout, RELO_LAYOUT_ADAPTIVE);
     expect_eq(got.capacity, 0);
+    expect_eq(got.policy, RELO_POLICY_DENSE); /* zero resolves to the default, dense */
 
     relo_stream *s = NULL;
     expect_status(relo_stream_create(NULL, NULL, &s), RELO_ERR_INVALID_ARGUMENT);
