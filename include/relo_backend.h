@@ -170,7 +170,9 @@ RELO_API relo_status relo_backend_host_create(const relo_host_desc *desc, relo_b
 /**
  * A backend that keeps bookkeeping only: buffers have distinct addresses but
  * no bytes, so traces far larger than RAM replay. write and read are
- * unsupported; copies succeed at once. Fault injection as for host.
+ * unsupported; copies succeed at once. Fault injection as for host. Each
+ * buffer takes its size rounded up to desc->granule (default 2 MiB, as a
+ * GPU driver charges) from the capacity, and props report that granule.
  */
 RELO_API relo_status relo_backend_sim_create(const relo_host_desc *desc, relo_backend **out);
 
