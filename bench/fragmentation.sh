@@ -5,10 +5,11 @@
 # examples/traces; any folder of traces recorded by
 # tools/torch_snapshot_to_trace.py will do): peak reserved / peak live with no
 # capacity limit ("unlim.") and the fit ratio (smallest capacity the trace
-# completes on / peak live, by relo-replay --fit, within 0.5 %), for relo's
-# default (adaptive layout, relocation on), with relocation off, and for
-# the EXCLUSIVE layout, and for the dense policy (--policy dense). Sim
-# backend; needs python3 to read the JSON.
+# completes on / peak live, by relo-replay --fit, within 0.5 %), for the
+# seed policy (adaptive layout, relocation on), the seed policy with
+# relocation off, the EXCLUSIVE layout, and relo's default, the dense
+# policy. Sim backend charging a 2 MiB granule per buffer (relo-replay's
+# default); needs python3 to read the JSON.
 # Exits 2, saying why, when TRACES_DIR holds no trace or RELO_REPLAY is not
 # a program, and 77 without python3.
 set -eu
@@ -31,22 +32,22 @@ fi
 command -v python3 >/dev/null 2>&1 || { echo "fragmentation.sh needs python3" >&2; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$replay" --quiet --json --fit "$@" > "$tmp/default.json" || true
-"$replay" --quiet --json --fit --no-relocation "$@" > "$tmp/norelo.json" || true
+"$replay" --quiet --json --fit --policy seed "$@" > "$tmp/seed.json" || true
+"$replay" --quiet --json --fit --policy seed --no-relocation "$@" > "$tmp/norelo.json" || true
 "$replay" --quiet --json --fit --layout exclusive "$@" > "$tmp/exclusive.json" || true
-"$replay" --quiet --json --fit --policy dense "$@" > "$tmp/dense.json" || true
+"$replay" --quiet --json --fit "$@" > "$tmp/dense.json" || true
 python3 - "$tmp" <<'PY'
 import json, sys, os
 tmp = sys.argv[1]
-runs = [json.load(open(os.path.join(tmp, n + ".json")))["traces"] for n in ("default", "norelo", "exclusive", "dense")]
+runs = [json.load(open(os.path.join(tmp, n + ".json")))["traces"] for n in ("seed", "norelo", "exclusive", "dense")]
 def cell(t):
     if not t["ok"]:
         return "fail", "fail"
     fit = t["fit"]
     f = "%.3f" % fit["ratio"] if fit and fit.get("ratio") is not None else "none"
     return "%.3f" % t["reserved_ratio"], f
-print("| trace | peak live | unlim. | fit | unlim. no-reloc | fit no-reloc | unlim. exclusive | fit exclusive "
-      "| unlim. dense | fit dense |")
+print("| trace | peak live | unlim. seed | fit seed | unlim. seed no-reloc | fit seed no-reloc | unlim. exclusive "
+      "| fit exclusive | unlim. dense (default) | fit dense (default) |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for i, t in enumerate(runs[0]):
     cells = []

@@ -156,10 +156,17 @@ typedef enum relo_relocation {
     RELO_RELOCATION_COUNT
 } relo_relocation;
 
-/** Placement policy. The seed design is the default. */
+/**
+ * Placement policy (docs/policy.md). Zero asks for the default, which is
+ * the policy with the smallest fit on every trace measured: today DENSE.
+ * relo_device_desc_get reports the policy in force, never DEFAULT. (Zero
+ * meant SEED until dense became the default, and the values moved up one:
+ * rebuild, and name SEED where a program wants it.)
+ */
 typedef enum relo_policy {
-    RELO_POLICY_SEED = 0,      /**< docs/design.md as written */
-    RELO_POLICY_DENSE,         /**< also compacts current pages (see docs/policy.md) */
+    RELO_POLICY_DEFAULT = 0,   /**< the best measured policy: RELO_POLICY_DENSE */
+    RELO_POLICY_SEED,          /**< docs/design.md as written */
+    RELO_POLICY_DENSE,         /**< best-fit pools, compaction of current pages */
     RELO_POLICY_COUNT
 } relo_policy;
 
@@ -187,7 +194,7 @@ typedef struct relo_device_desc {
     relo_layout layout;          /**< default RELO_LAYOUT_ADAPTIVE */
     relo_relocation relocation;  /**< default RELO_RELOCATION_AUTO */
     uint64_t capacity;           /**< device bytes; 0 = what the backend reports (maybe unknown) */
-    relo_policy policy;          /**< default RELO_POLICY_SEED (docs/policy.md) */
+    relo_policy policy;          /**< 0 = RELO_POLICY_DEFAULT, i.e. DENSE (docs/policy.md) */
     uint64_t pass_max_bytes;     /**< bytes one relocation or compaction pass plans to move (a
                                       pass always moves at least one page); 0 = the policy's
                                       default: no bound for SEED, 64 MiB for DENSE */

@@ -38,6 +38,9 @@ typedef struct relo_backend_props {
     uint64_t alignment;      /**< every slice offset is a multiple; ≥ 1 */
     uint64_t max_page_size;  /**< largest buffer the device allocates; ≥ alignment */
     uint64_t capacity;       /**< device bytes; 0 = unknown */
+    uint64_t granule;        /**< the device charges each buffer its size rounded up to a
+                                  multiple of this (2 MiB for cudaMalloc); 0 or 1 = bytes. The
+                                  core sizes pages in multiples of it where it chooses sizes */
 } relo_backend_props;
 
 /**
@@ -135,6 +138,11 @@ typedef struct relo_host_desc {
     bool fail_wait_device;        /**< wait_device fails */
     uint64_t refuse_copy_after;   /**< refuse every copy after this many; 0 = never */
     bool no_free_fill;            /**< host: freed buffers skip the 0xDD fill (benchmarks) */
+    uint64_t granule;             /**< each buffer takes its size rounded up to a multiple of this
+                                       from the capacity, as a GPU driver charges; 0 = the
+                                       default: 2 MiB for sim (what cudaMalloc rounds to), 1 for
+                                       host; 1 = plain bytes (the sim's charge before it had a
+                                       granule) */
 } relo_host_desc;
 
 /** Calls the host or simulated backend has served so far. */
@@ -144,7 +152,8 @@ typedef struct relo_host_counts {
     uint64_t copies;
     uint64_t wait_device;
     uint64_t wait_copies;
-    uint64_t bytes_held;   /**< bytes of buffers currently allocated */
+    uint64_t bytes_held;   /**< bytes of buffers currently allocated, each rounded up to the granule
+                                (what counts against the capacity) */
     uint64_t flushes;
 } relo_host_counts;
 
@@ -163,7 +172,9 @@ RELO_API relo_status relo_backend_host_create(const relo_host_desc *desc, relo_b
 /**
  * A backend that keeps bookkeeping only: buffers have distinct addresses but
  * no bytes, so traces far larger than RAM replay. write and read are
- * unsupported; copies succeed at once. Fault injection as for host.
+ * unsupported; copies succeed at once. Fault injection as for host. Each
+ * buffer takes its size rounded up to desc->granule (default 2 MiB, as a
+ * GPU driver charges) from the capacity, and props report that granule.
  */
 RELO_API relo_status relo_backend_sim_create(const relo_host_desc *desc, relo_backend **out);
 

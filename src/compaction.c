@@ -14,17 +14,14 @@
 
 #define MAX_PASSES 64
 
-/* Bytes a page would give back if its allocations moved to new pages of
- * their own size (variable-page pools): its size less theirs. */
+/* Bytes a page would give back if its allocations moved to a new page of
+ * their own size together (variable-page pools): its size less theirs. */
 static uint64_t repagination_gain(const relo_pool *pool, const relo_page *page)
 {
-    uint64_t needed = 0;
-    for (const relo_slice *sl = page->first; sl; sl = sl->next) {
-        if (sl->state != RELO_SLICE_LIVE) continue;
-        uint64_t own;
-        if (!relo__round_up(sl->length, pool->granule, &own)) return 0;
-        needed += own;
-    }
+    uint64_t live = 0, needed;
+    for (const relo_slice *sl = page->first; sl; sl = sl->next)
+        if (sl->state == RELO_SLICE_LIVE) live += sl->length;
+    if (!relo__round_up(live, pool->granule, &needed)) return 0;
     return relo__sub_sat(page->size, needed);
 }
 
@@ -130,4 +127,78 @@ uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uin
         release_dense_empty(d, only, &released);
     }
     return released;
+}
+
+/* One window of a page: the slices from first up to end cover at least
+ * the length asked for, and live_bytes of them would have to move. */
+typedef struct window {
+    relo_slice *first;
+    relo_slice *end;
+    uint64_t live_bytes;
+} window;
+
+static int window_order(const void *a, const void *b)
+{
+    const window *x = a, *y = b;
+    if (x->live_bytes != y->live_bytes) return x->live_bytes < y->live_bytes ? -1 : 1;
+    return x->first->page->order < y->first->page->order ? -1 : (x->first->page->order > y->first->page->order);
+}
+
+/* The run of neighbouring slices of page, free or movable, that covers
+ * length bytes with the fewest live bytes; false when there is none. */
+static bool best_window(relo_page *page, uint64_t length, window *out)
+{
+    if (page->guards || page->pins || page->transfers || page->size < length) return false;
+    bool found = false;
+    relo_slice *a = page->first;
+    uint64_t span = 0, live = 0;
+    for (relo_slice *b = page->first; b; b = b->next) {
+        if (b->state != RELO_SLICE_FREE && b->state != RELO_SLICE_LIVE) {
+            a = b->next; /* a target or a leak stays put: no window across it */
+            span = live = 0;
+            continue;
+        }
+        span += b->length;
+        if (b->state == RELO_SLICE_LIVE) live += b->length;
+        while (a != b && span - a->length >= length) {
+            span -= a->length;
+            if (a->state == RELO_SLICE_LIVE) live -= a->length;
+            a = a->next;
+        }
+        if (span >= length && (!found || live < out->live_bytes)) {
+            *out = (window){a, b->next, live};
+            found = true;
+        }
+    }
+    return found;
+}
+
+bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
+{
+    relo__pass_settle(d);
+    if (!relo__relocation_allowed(d) || d->desc.policy != RELO_POLICY_DENSE || pool->page_count == 0) return false;
+    window *w = relo__malloc(pool->page_count * sizeof *w);
+    if (!w) return false;
+    uint32_t n = 0;
+    uint64_t room = 0;
+    for (uint32_t i = 0; i < pool->page_count; i++) {
+        relo_page *p = pool->pages[i];
+        if (!relo__page_serves(p)) continue;
+        room += p->size - p->occupied_bytes;
+        if (best_window(p, length, &w[n]) && w[n].live_bytes > 0) n++;
+    }
+    qsort(w, n, sizeof *w, window_order);
+    relo_pass pass;
+    relo__pass_begin(&pass, d, RELO_REASON_MEMORY_PRESSURE);
+    bool planned = false;
+    for (uint32_t i = 0; i < n && !planned; i++) {
+        relo_page *p = w[i].first->page;
+        /* The moves land in the free room of the other pages only. */
+        if (w[i].live_bytes > room - (p->size - p->occupied_bytes)) continue;
+        if (!relo__pass_fence(&pass, p)) break;
+        planned = relo__pass_plan_slices(&pass, pool, w[i].first, w[i].end, RELO_NEW_PAGE_NONE);
+        if (!planned) relo__pass_unfence_last(&pass);
+    }
+    relo__free(w);
+    return relo__pass_finish(&pass);
 }

@@ -46,4 +46,14 @@ uint64_t relo__compact_plan(struct relo_pass *pass, struct relo_stream *only, ui
 uint64_t relo__compact_and_release(relo_device *device, struct relo_stream *only, uint64_t want,
                                    bool repaginate, relo_reason reason);
 
+/**
+ * Makes one hole of at least length bytes in pool without a new page, for
+ * a request the device refused a page for: in the page where the fewest
+ * live bytes stand in the way, the allocations of the run of slices that
+ * would cover length move to the free room of the pool's other pages
+ * (all or none, one window per call). Returns whether anything moved.
+ * Nothing moves while relocation is not allowed. Device lock held.
+ */
+bool relo__compact_make_room(relo_device *device, relo_pool *pool, uint64_t length);
+
 #endif /* RELO_COMPACTION_H */

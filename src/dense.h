@@ -36,6 +36,10 @@ struct relo_slice;
 /** Sets up the dense pools of a stream. */
 void relo__dense_init(struct relo_stream *stream);
 
+/** The dense pool of stream that serves padded (size rounded to the
+ *  device's alignment) bytes. */
+struct relo_pool *relo__dense_pool_for(struct relo_stream *stream, uint64_t padded);
+
 /**
  * Reserves size (> 0) bytes for slot in the dense pools. Statuses as
  * relo__sliced_reserve.

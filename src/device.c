@@ -58,8 +58,10 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
     d->backend = backend;
     d->alignment = backend->props.alignment;
     d->max_page = relo__round_down(backend->props.max_page_size, d->alignment);
+    d->granule = backend->props.granule > 1 ? backend->props.granule : 1;
     d->capacity = d0.capacity ? d0.capacity : backend->props.capacity;
     d0.capacity = d->capacity;
+    if (d0.policy == RELO_POLICY_DEFAULT) d0.policy = RELO_POLICY_DENSE;
     if (d0.policy == RELO_POLICY_DENSE && d0.pass_max_bytes == 0) d0.pass_max_bytes = RELO_DENSE_PASS_MAX_BYTES;
     d->desc = d0;
     *out = d;

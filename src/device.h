@@ -3,8 +3,8 @@
  * nodes, the streams, the list of pages waiting to go back, and the one
  * lock every public call takes.
  *
- * Protected by: lock, for every field except desc, backend, alignment and
- * max_page, which are read-only after creation.
+ * Protected by: lock, for every field except desc, backend, alignment,
+ * granule and max_page, which are read-only after creation.
  */
 #ifndef RELO_DEVICE_H
 #define RELO_DEVICE_H
@@ -28,6 +28,7 @@ struct relo_device {
     relo_backend *backend;
     uint64_t alignment;             /* backend's */
     uint64_t max_page;              /* backend's, rounded down to the alignment */
+    uint64_t granule;               /* backend's allocation granule; 1 = bytes */
     uint64_t capacity;              /* judged against; 0 = unknown */
 
     relo_handle_table handles;

@@ -39,6 +39,9 @@ typedef struct relo_pool {
     bool best_fit;              /* sliced: free tree by size (dense policy) */
     bool variable_pages;        /* sliced: each new page sized to its request (dense large pool) */
     uint64_t granule;           /* variable_pages: new pages are multiples of this */
+    uint64_t exact_hint;        /* variable_pages, set while a pass plans: an EXACT new page
+                                   holds at least this many bytes (the rest of the source's
+                                   allocations, so they share one page); 0 = none */
     uint64_t small_request_max; /* variable_pages: requests up to this ... */
     uint64_t small_request_page; /* ... get a new page of this size */
 

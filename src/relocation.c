@@ -88,24 +88,36 @@ static int by_size_desc(const void *a, const void *b)
     return x->offset < y->offset ? -1 : (x->offset > y->offset);
 }
 
-bool relo__pass_plan_page(relo_pass *plan, relo_pool *target, relo_page *page, relo_new_page new_page)
+bool relo__pass_plan_slices(relo_pass *plan, relo_pool *target, relo_slice *first, const relo_slice *end,
+                            relo_new_page new_page)
 {
     uint32_t mark = plan->count;
+    uint32_t live = 0;
+    for (relo_slice *sl = first; sl != end; sl = sl->next)
+        if (sl->state == RELO_SLICE_LIVE) live++;
     /* Largest first packs best into a best-fit pool's holes; address order
      * is as good as any for a first-fit one. */
     relo_slice *stack[64];
     relo_slice **order = stack;
     uint32_t n = 0;
-    if (target->best_fit && page->occupied > 1) {
-        if (page->occupied > 64 && !(order = relo__malloc(page->occupied * sizeof *order))) return false;
-        for (relo_slice *sl = page->first; sl; sl = sl->next)
+    if (target->best_fit && live > 1) {
+        if (live > 64 && !(order = relo__malloc(live * sizeof *order))) return false;
+        for (relo_slice *sl = first; sl != end; sl = sl->next)
             if (sl->state == RELO_SLICE_LIVE) order[n++] = sl;
         qsort(order, n, sizeof *order, by_size_desc);
     }
     bool ok = true;
-    relo_slice *sl = n ? order[0] : page->first;
-    for (uint32_t i = 0; sl; sl = n ? (++i < n ? order[i] : NULL) : sl->next) {
+    /* Allocations that need new pages of their own size share them: one
+     * page for the rest of the run, rounded to the granule once. */
+    uint64_t rest = 0;
+    if (new_page == RELO_NEW_PAGE_EXACT)
+        for (relo_slice *x = first; x != end; x = x->next)
+            if (x->state == RELO_SLICE_LIVE) rest += x->length;
+    relo_slice *sl = n ? order[0] : first;
+    for (uint32_t i = 0; sl && sl != end; sl = n ? (++i < n ? order[i] : NULL) : sl->next) {
         if (sl->state != RELO_SLICE_LIVE) continue;
+        target->exact_hint = rest;
+        rest -= sl->length;
         relo_slice *dst = NULL;
         if (!plan_grow(plan) ||
             relo__sliced_reserve_in(target, sl->size, sl->slot, RELO_SLICE_TARGET, new_page, &dst) != RELO_OK) {
@@ -116,8 +128,14 @@ bool relo__pass_plan_page(relo_pass *plan, relo_pool *target, relo_page *page, r
         plan->moves[plan->count++] = (relo_move){sl, dst, sl->slot, RELO_FATE_PLANNED};
         plan->bytes += sl->size;
     }
+    target->exact_hint = 0;
     if (order != stack) relo__free(order);
     return ok;
+}
+
+bool relo__pass_plan_page(relo_pass *plan, relo_pool *target, relo_page *page, relo_new_page new_page)
+{
+    return relo__pass_plan_slices(plan, target, page->first, NULL, new_page);
 }
 
 /* Plans the outdated pages of one stream's arena. */
@@ -145,11 +163,25 @@ static void plan_arena(relo_stream *s, relo_pass *plan)
     relo_new_page allow_new = plan->reason == RELO_REASON_ARENA_FULL || plan->reason == RELO_REASON_CAPTURE
                                   ? RELO_NEW_PAGE_POOL_RULE
                                   : RELO_NEW_PAGE_NONE;
+    uint32_t mark = plan->count;
+    uint64_t given = 0, taken = 0;
     for (uint32_t i = 0; i < m; i++) {
         if (relo__pass_full(plan, c[i].live_bytes)) break; /* the rest waits for the next trigger */
-        relo__pass_plan_page(plan, target, c[i].page, allow_new);
+        relo_page *p = c[i].page;
+        if (!relo__pass_plan_page(plan, target, p, allow_new)) continue;
+        /* What moving this page gives back: the whole page when nothing
+         * else stays on it, at the cost of the room its allocations take. */
+        if (c[i].live_bytes == p->occupied_bytes) given += p->size;
+        taken += p->occupied_bytes;
     }
     relo__free(c);
+    /* Under pressure the room the moves take in current pages is room the
+     * next reservations would have used: a pass that does not give back at
+     * least a granule more than it takes (a page, net) only copies, and
+     * the allocations it would move often die soon anyway. It is not
+     * started (docs/policy.md: it made the seed policy's fit worse). */
+    if (plan->reason == RELO_REASON_MEMORY_PRESSURE && (given < taken || given - taken < s->device->granule))
+        free_targets(plan, mark);
 }
 
 void relo__relocation_plan(relo_pass *pass, relo_stream *only)

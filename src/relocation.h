@@ -98,6 +98,12 @@ bool relo__pass_full(const relo_pass *pass, uint64_t next_bytes);
  *  new pages. */
 bool relo__pass_plan_page(relo_pass *pass, relo_pool *target, relo_page *page, relo_new_page new_page);
 
+/** As relo__pass_plan_page for the allocations of the slices from first up
+ *  to (not including) end, in one page's address order; end NULL = to the
+ *  page's end. All or nothing. */
+bool relo__pass_plan_slices(relo_pass *pass, relo_pool *target, struct relo_slice *first,
+                            const struct relo_slice *end, relo_new_page new_page);
+
 /** Plans the outdated pages of one stream's arena (only non-NULL) or of
  *  every stream's, fewest live bytes first, within the pass's bounds. */
 void relo__relocation_plan(relo_pass *pass, struct relo_stream *only);

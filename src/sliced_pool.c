@@ -77,9 +77,16 @@ relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slo
         if (new_page == RELO_NEW_PAGE_NONE) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
         uint64_t page_size = relo__sliced_new_page_size(pool, length);
         if (new_page == RELO_NEW_PAGE_EXACT && pool->variable_pages &&
-            (!relo__round_up(length, pool->granule, &page_size) || page_size > pool->page_size))
+            (!relo__round_up(relo__max(length, pool->exact_hint), pool->granule, &page_size) ||
+             page_size > pool->page_size))
             page_size = pool->page_size;
         relo_status st = relo__pool_page_new(pool, page_size, &fresh);
+        /* A page of several copies bets on more of the same size; when the
+         * device cannot lend it, a page for this request alone may fit. */
+        uint64_t exact;
+        if (st == RELO_ERR_OUT_OF_MEMORY && pool->variable_pages && relo__round_up(length, pool->granule, &exact) &&
+            exact < page_size)
+            st = relo__pool_page_new(pool, exact, &fresh);
         if (st != RELO_OK) return st;
         f = fresh->first;
     }
@@ -98,7 +105,20 @@ uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
         uint64_t copies = pool->small_request_page / length;
         if (!relo__round_up(copies * length, pool->granule, &page) || page > pool->small_request_page)
             page = pool->small_request_page;
-        return page;
+        /* The granule may strand the tail of every such page (5 MiB copies
+         * on 2 MiB granules); up to twice the copies, take the count that
+         * strands the least per byte. */
+        uint64_t best_waste = page - relo__min(page, copies * length), best_page = page;
+        for (uint64_t k = copies + 1; best_waste > 0 && k <= 2 * copies; k++) {
+            uint64_t p;
+            if (!relo__round_up(k * length, pool->granule, &p) || p > pool->page_size) break;
+            uint64_t waste = p - k * length;
+            if (waste * best_page < best_waste * p) {
+                best_waste = waste;
+                best_page = p;
+            }
+        }
+        return best_page;
     }
     if (!relo__round_up(length, pool->granule, &page) || page > pool->page_size) page = pool->page_size;
     return page;

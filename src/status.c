@@ -65,6 +65,7 @@ const char *relo_relocation_name(relo_relocation relocation)
 const char *relo_policy_name(relo_policy policy)
 {
     switch (policy) {
+    case RELO_POLICY_DEFAULT: return "RELO_POLICY_DEFAULT";
     case RELO_POLICY_SEED: return "RELO_POLICY_SEED";
     case RELO_POLICY_DENSE: return "RELO_POLICY_DENSE";
     case RELO_POLICY_COUNT: break;

@@ -176,6 +176,14 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
         }
         relo__device_cleanup_explicit(d, s);
         st = route(s, size, slot, &slice);
+        /* Still refused, with free room scattered over the pages: clear
+         * one hole of the request's size and take it. */
+        uint64_t padded;
+        if (st == RELO_ERR_OUT_OF_MEMORY && size > 0 && d->desc.policy == RELO_POLICY_DENSE &&
+            d->desc.layout == RELO_LAYOUT_ADAPTIVE && effective_mode(s) == RELO_MODE_AUTO &&
+            relo__round_up(size, d->alignment, &padded) &&
+            relo__compact_make_room(d, relo__dense_pool_for(s, padded), padded))
+            st = route(s, size, slot, &slice);
     } else if (st == RELO_ERR_PAGE_SIZES_EXHAUSTED) {
         relo__relocate(d, s, RELO_REASON_ARENA_FULL);
         relo__device_cleanup_periodic(d);

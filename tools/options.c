@@ -4,6 +4,7 @@
  */
 #include "options.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "units.h"
@@ -34,7 +35,17 @@ void options_usage(FILE *f)
         "  --fit                      find by bisection (within 0.5 %) the smallest\n"
         "                             capacity the trace completes on without running\n"
         "                             out of memory, starting from peak live bytes\n"
-        "  --layout adaptive|exclusive\n"
+        "  --sweep FROM:TO:STEP       replay at every capacity from FROM to TO by STEP,\n"
+        "                             each a multiple of peak live bytes (0.0025 or\n"
+        "                             0.25%); FROM may be 'fit', the fit capacity\n"
+        "                             (implies --fit). Fails when any replay runs out\n"
+        "                             of memory; e.g. --sweep fit:1.5:0.25%\n"
+        "  --granule BYTES            sim, host: each buffer takes its size rounded up\n"
+        "                             to this from the capacity, as a GPU driver\n"
+        "                             charges; default 2M (CUDA's), 1 = plain bytes\n"
+        "  --layout adaptive|exclusive\n",
+        f);
+    fputs(
         "  --no-relocation            never move live allocations\n"
         "  --policy seed|dense        placement policy (relo_device_desc.policy)\n"
         "  --format auto|relo|rmm     input format (auto: RMM when the first line is\n"
@@ -92,9 +103,43 @@ static options_result bad_choice(const char *opt, const char *value, const char 
     return OPTIONS_EXIT_USAGE;
 }
 
+/* A multiple of peak live: "1.5", or a percentage "0.25%" (of 1×). */
+static bool parse_ratio(const char *text, size_t n, double *out)
+{
+    char buf[64];
+    if (n == 0 || n >= sizeof buf) return false;
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    char *end = NULL;
+    double v = strtod(buf, &end);
+    if (end == buf) return false;
+    if (*end == '%') {
+        v /= 100.0;
+        end++;
+    }
+    if (*end != '\0' || !(v > 0.0) || v > 1e6) return false;
+    *out = v;
+    return true;
+}
+
+/* FROM:TO:STEP, FROM a ratio or "fit", TO ≥ FROM, STEP > 0. */
+static bool parse_sweep(const char *value, options *o)
+{
+    const char *c1 = strchr(value, ':');
+    const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c1 || !c2) return false;
+    size_t from_n = (size_t)(c1 - value);
+    o->sweep_from_fit = from_n == 3 && strncmp(value, "fit", 3) == 0;
+    if (!o->sweep_from_fit && !parse_ratio(value, from_n, &o->sweep_from)) return false;
+    if (!parse_ratio(c1 + 1, (size_t)(c2 - c1 - 1), &o->sweep_to)) return false;
+    if (!parse_ratio(c2 + 1, strlen(c2 + 1), &o->sweep_step)) return false;
+    return o->sweep_from_fit || o->sweep_to >= o->sweep_from;
+}
+
 options_result options_parse(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
+    o->granule = OPTIONS_DEFAULT_GRANULE;
     o->traces = argv + argc;
     char **traces = argv + 1;
     int count = 0;
@@ -119,7 +164,8 @@ options_result options_parse(int argc, char **argv, options *o)
         name[n] = '\0';
         if (eq) value = eq + 1;
         static const char *const with_value[] = {"--backend", "--capacity", "--layout", "--policy",
-                                                 "--format", "--svg", "--baseline", "--html", "--max-events"};
+                                                 "--format", "--svg", "--baseline", "--html", "--max-events",
+                                                 "--granule", "--sweep"};
         bool wants = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             if (strcmp(name, with_value[k]) == 0) wants = true;
@@ -153,6 +199,21 @@ options_result options_parse(int argc, char **argv, options *o)
                         value);
                 return OPTIONS_EXIT_USAGE;
             }
+        } else if (strcmp(name, "--granule") == 0) {
+            if (!units_parse_bytes(value, &o->granule) || o->granule == 0) {
+                fprintf(stderr, "relo-replay: invalid value '%s' for --granule (expected a size above 0,\n"
+                                "  such as 2M or 64K; 1 charges plain bytes)\n", value);
+                return OPTIONS_EXIT_USAGE;
+            }
+        } else if (strcmp(name, "--sweep") == 0) {
+            if (!parse_sweep(value, o)) {
+                fprintf(stderr, "relo-replay: invalid value '%s' for --sweep (expected FROM:TO:STEP, each a\n"
+                                "  multiple of peak live such as 1.01 or 0.25%%, TO at least FROM; FROM may\n"
+                                "  be 'fit', as in fit:1.5:0.25%%)\n", value);
+                return OPTIONS_EXIT_USAGE;
+            }
+            o->sweep = true;
+            if (o->sweep_from_fit) o->fit = true;
         } else if (strcmp(name, "--layout") == 0) {
             static const char *const names[] = {"adaptive", "exclusive"};
             if (!pick(value, names, 2, &k)) return bad_choice(name, value, names, 2);
@@ -218,8 +279,12 @@ options_result options_parse(int argc, char **argv, options *o)
                         "  policy that did not run (choose one)\n");
         return OPTIONS_EXIT_USAGE;
     }
-    if (o->fit && (o->backend == REPLAY_BACKEND_OPENCL || o->backend == REPLAY_BACKEND_VULKAN)) {
-        fprintf(stderr, "relo-replay: --fit needs a backend that lends a chosen capacity (sim or host)\n");
+    if (o->sweep && o->capacity) {
+        fprintf(stderr, "relo-replay: --sweep chooses the capacities itself; leave out --capacity\n");
+        return OPTIONS_EXIT_USAGE;
+    }
+    if ((o->fit || o->sweep) && (o->backend == REPLAY_BACKEND_OPENCL || o->backend == REPLAY_BACKEND_VULKAN)) {
+        fprintf(stderr, "relo-replay: --fit and --sweep need a backend that lends a chosen capacity (sim or host)\n");
         return OPTIONS_EXIT_USAGE;
     }
     return OPTIONS_RUN;

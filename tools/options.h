@@ -18,7 +18,13 @@ typedef struct options {
     trace_format format;
     uint64_t capacity;          /**< 0 = unlimited */
     bool capacity_auto;         /**< --capacity auto: replay at the fit capacity */
+    uint64_t granule;           /**< --granule: the backend charges buffers in these; 1 = bytes */
     bool fit;
+    bool sweep;                 /**< --sweep: replay at every step of a capacity range */
+    bool sweep_from_fit;        /**< the range starts at the fit capacity (implies fit) */
+    double sweep_from;          /**< else at this × peak live */
+    double sweep_to;            /**< ... and ends at this × peak live */
+    double sweep_step;          /**< ... by steps of this × peak live */
     relo_layout layout;
     relo_relocation relocation;
     relo_policy policy;
@@ -43,6 +49,9 @@ typedef enum options_result {
 
 /** Parses argv into *o (defaults first). Prints help or errors itself. */
 options_result options_parse(int argc, char **argv, options *o);
+
+/** The granule relo-replay charges in unless told otherwise: CUDA's. */
+#define OPTIONS_DEFAULT_GRANULE (UINT64_C(2) << 20)
 
 /** Prints the help text to f. */
 void options_usage(FILE *f);

@@ -20,6 +20,7 @@
 #include "replay.h"
 #include "report.h"
 #include "svg.h"
+#include "sweep.h"
 #include "trace_reader.h"
 #include "units.h"
 
@@ -66,6 +67,7 @@ static replay_config base_config(const options *o, progress *bar)
     cfg.layout = o->layout;
     cfg.relocation = o->relocation;
     cfg.policy = o->policy;
+    cfg.granule = o->granule;
     cfg.verify_full = o->verify_full;
     cfg.progress = bar->enabled ? bar : NULL;
     return cfg;
@@ -136,6 +138,27 @@ static bool write_html(const options *o, const trace *t, int same, const report 
     return ok;
 }
 
+/* The sweep's range in bytes: multiples of peak live, from the fit
+ * capacity when asked. Returns false (with a sentence) when it has none. */
+static bool sweep_range(const options *o, const trace *t, const fit_result *fit, uint64_t *from,
+                        uint64_t *to, uint64_t *step, char *msg, size_t cap)
+{
+    double peak = (double)(t->peak_live_bytes ? t->peak_live_bytes : 1);
+    if (o->sweep_from_fit) {
+        if (!fit->found) {
+            snprintf(msg, cap, "no fit capacity to start from: %.260s", fit->error);
+            return false;
+        }
+        *from = fit->capacity;
+    } else {
+        *from = (uint64_t)(peak * o->sweep_from + 0.5);
+    }
+    *to = (uint64_t)(peak * o->sweep_to + 0.5);
+    *step = (uint64_t)(peak * o->sweep_step + 0.5);
+    if (*step == 0) *step = 1;
+    return true;
+}
+
 /* Replays one trace as the options ask; returns the exit status it earns. */
 static int replay_one(const options *o, const char *path, const trace *t, int same, bool *first_json)
 {
@@ -183,6 +206,17 @@ static int replay_one(const options *o, const char *path, const trace *t, int sa
             }
         }
     }
+    sweep_result sweep;
+    memset(&sweep, 0, sizeof sweep);
+    bool swept = false;
+    if (o->sweep) {
+        uint64_t from, to, step;
+        if (sweep_range(o, t, &fit, &from, &to, &step, sweep.error, sizeof sweep.error)) {
+            swept = sweep_run(t, &cfg, from, to, step, &sweep);
+        } else {
+            sweep.status = RELO_ERR_INVALID_ARGUMENT;
+        }
+    }
     if (!have_main) {
         replay_config run = cfg;
         run.capacity = capacity;
@@ -195,7 +229,7 @@ static int replay_one(const options *o, const char *path, const trace *t, int sa
     baseline_measure baselines[BASELINE_KIND_COUNT];
     bool baseline_failed;
     int baseline_count = run_baselines(o, path, t, reported_capacity, baselines, &baseline_failed);
-    report rep = {path, t, o, reported_capacity, &main_run, o->fit ? &fit : NULL,
+    report rep = {path, t, o, reported_capacity, &main_run, o->fit ? &fit : NULL, o->sweep ? &sweep : NULL,
                   (double)(replay_now_ns() - start) / 1e9, baselines, baseline_count};
     if (o->json) {
         if (!*first_json) fputs(",\n", stdout);
@@ -214,6 +248,15 @@ static int replay_one(const options *o, const char *path, const trace *t, int sa
         if (fit.status != RELO_OK && main_run.status == RELO_OK)
             fprintf(stderr, "%s: fit search failed: %s\n", path, fit.error);
         status = EXIT_REPLAY_FAILED;
+    }
+    if (o->sweep && !swept) {
+        if (sweep.status != RELO_OK)
+            fprintf(stderr, "%s: sweep stopped: %s\n", path, sweep.error);
+        for (unsigned i = 0; i < sweep.failed && i < SWEEP_MAX_NAMED; i++)
+            fprintf(stderr, "%s: out of memory at capacity %llu (%.4f x peak live)\n", path,
+                    (unsigned long long)sweep.failed_at[i],
+                    (double)sweep.failed_at[i] / (double)(t->peak_live_bytes ? t->peak_live_bytes : 1));
+        status = 1;
     }
     if (o->svg) {
         char file[4096];

@@ -70,7 +70,7 @@ static bool setup(replay_state *s)
     const replay_config *cfg = s->cfg;
     char msg[256] = "";
     relo_backend *backend = NULL;
-    relo_status st = replay_backend_create(cfg->backend, cfg->capacity, replay_max_alloc(t),
+    relo_status st = replay_backend_create(cfg->backend, cfg->capacity, cfg->granule, replay_max_alloc(t),
                                            &backend, msg, sizeof msg);
     if (st != RELO_OK) return failf(s, st, 0, "%s", msg);
     relo_device_desc desc;

@@ -38,6 +38,7 @@ typedef struct replay_observer {
 typedef struct replay_config {
     replay_backend_kind backend;
     uint64_t capacity;          /**< backend and device capacity; 0 = unlimited */
+    uint64_t granule;           /**< sim, host: what the backend charges buffers in; 0 = its default */
     relo_layout layout;
     relo_relocation relocation;
     relo_policy policy;

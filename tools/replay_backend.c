@@ -116,12 +116,14 @@ uint64_t replay_backend_max_page(uint64_t max_alloc)
     return mibs * mib;
 }
 
-relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, uint64_t max_alloc,
+relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, uint64_t granule,
+                                  uint64_t max_alloc,
                                   relo_backend **out, char *msg, size_t msg_cap)
 {
     relo_host_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.capacity = capacity;
+    desc.granule = granule;
     desc.max_page_size = replay_backend_max_page(max_alloc);
     relo_status st;
     switch (kind) {

@@ -40,11 +40,14 @@ uint64_t replay_backend_max_page(uint64_t max_alloc);
 
 /**
  * Creates a backend of kind that lends at most capacity bytes (0 =
- * unlimited; an OpenCL or Vulkan device keeps its own size) and takes pages of at
- * least max_alloc bytes. On failure returns the status and writes a
+ * unlimited; an OpenCL or Vulkan device keeps its own size), charging each
+ * buffer its size rounded up to granule (sim and host; 0 = the backend's
+ * default), and takes pages of at least max_alloc bytes. On failure returns
+ * the status and writes a
  * sentence to msg.
  */
-relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, uint64_t max_alloc,
+relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, uint64_t granule,
+                                  uint64_t max_alloc,
                                   relo_backend **out, char *msg, size_t msg_cap);
 
 #endif /* RELO_TOOLS_REPLAY_BACKEND_H */

@@ -18,7 +18,13 @@ static const char *layout_name(relo_layout l)
 
 static const char *policy_name(relo_policy p)
 {
-    return p == RELO_POLICY_DENSE ? "dense" : "seed";
+    return p == RELO_POLICY_SEED ? "seed" : "dense";
+}
+
+/* Backend calls per 1,000 events: what a driver would be asked. */
+static double per_1k_events(uint64_t calls, const replay_result *r)
+{
+    return r->events_done ? 1000.0 * (double)calls / (double)r->events_done : 0.0;
 }
 
 static double ratio(uint64_t a, uint64_t b)
@@ -75,12 +81,23 @@ void report_text(FILE *f, const report *rep)
                                   rep->fit && rep->fit->found, rep->fit ? rep->fit->capacity : 0};
         baseline_report_text(f, t, &relo, rep->baselines, rep->baseline_count);
     }
+    if (rep->sweep) {
+        const sweep_result *sw = rep->sweep;
+        double peak = (double)(t->peak_live_bytes ? t->peak_live_bytes : 1);
+        fprintf(f, "  %-26s %20u  (%.4f to %.4f x peak live by %.4f; %.2f s)\n", "sweep replays",
+                sw->replays, (double)sw->from / peak, (double)sw->to / peak, (double)sw->step / peak,
+                (double)sw->elapsed_ns / 1e9);
+        if (sw->status != RELO_OK) fprintf(f, "  %-26s %s\n", "sweep stopped", sw->error);
+        fprintf(f, "  %-26s %20u\n", "sweep out of memory", sw->failed);
+    }
     fprintf(f, "  %-26s %20" PRIu64 "\n", "relocations", r->stats.relocations);
     fprintf(f, "  %-26s %20" PRIu64 "\n", "allocations moved", r->stats.allocations_moved);
     row_bytes(f, "bytes moved", r->stats.bytes_moved);
     fprintf(f, "  %-26s %20" PRIu64 "\n", "longest pass (ns)", r->stats.longest_pass_ns);
     fprintf(f, "  %-26s %20" PRIu64 " / %" PRIu64 "\n", "backend allocs / frees", r->stats.backend_allocs,
             r->stats.backend_frees);
+    fprintf(f, "  %-26s %20.2f / %.2f\n", "  per 1,000 events", per_1k_events(r->stats.backend_allocs, r),
+            per_1k_events(r->stats.backend_frees, r));
     fprintf(f, "  %-26s %20.1f\n", "ns per event", ns_per_event(rep));
     fprintf(f, "  %-26s %20" PRIu64 " / %" PRIu64 "\n", "reserve p50 / p99 (ns)", r->reserve_p50_ns,
             r->reserve_p99_ns);
@@ -121,6 +138,7 @@ void report_json(FILE *f, const report *rep)
             replay_backend_name(o->backend), layout_name(o->layout),
             o->relocation == RELO_RELOCATION_OFF ? "off" : "auto", policy_name(o->policy));
     json_u64_or_null(f, "capacity", rep->capacity != 0, rep->capacity);
+    json_u64_or_null(f, "granule", o->backend != REPLAY_BACKEND_OPENCL, o->granule);
     fprintf(f, ",\"ok\":%s,\"status\":\"%s\"", r->status == RELO_OK ? "true" : "false",
             relo_status_name(r->status));
     fputs(",\"error\":", f);
@@ -146,12 +164,28 @@ void report_json(FILE *f, const report *rep)
         fputc('}', f);
     } else
         fputs(",\"fit\":null", f);
+    if (rep->sweep) {
+        const sweep_result *sw = rep->sweep;
+        fprintf(f, ",\"sweep\":{\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"step\":%" PRIu64
+                   ",\"replays\":%u,\"failed\":%u,\"failed_at\":[",
+                sw->from, sw->to, sw->step, sw->replays, sw->failed);
+        for (unsigned i = 0; i < sw->failed && i < SWEEP_MAX_NAMED; i++)
+            fprintf(f, "%s%" PRIu64, i ? "," : "", sw->failed_at[i]);
+        fputs("],\"error\":", f);
+        if (sw->status == RELO_OK) fputs("null", f);
+        else report_json_string(f, sw->error);
+        fputc('}', f);
+    } else {
+        fputs(",\"sweep\":null", f);
+    }
     const relo_stats *s = &r->stats;
     fprintf(f, ",\"relocations\":%" PRIu64 ",\"relocations_abandoned\":%" PRIu64
                ",\"allocations_moved\":%" PRIu64 ",\"bytes_moved\":%" PRIu64
                ",\"backend_allocs\":%" PRIu64 ",\"backend_frees\":%" PRIu64 ",\"longest_pass_ns\":%" PRIu64,
             s->relocations, s->relocations_abandoned, s->allocations_moved, s->bytes_moved,
             s->backend_allocs, s->backend_frees, s->longest_pass_ns);
+    fprintf(f, ",\"backend_allocs_per_1k_events\":%.3f,\"backend_frees_per_1k_events\":%.3f",
+            per_1k_events(s->backend_allocs, r), per_1k_events(s->backend_frees, r));
     fprintf(f, ",\"ns_per_event\":%.1f,\"reserve_p50_ns\":%" PRIu64 ",\"reserve_p99_ns\":%" PRIu64
                ",\"longest_call_ns\":%" PRIu64 ",\"longest_call_event\":%" PRIu64 ",\"wall_seconds\":%.3f",
             ns_per_event(rep), r->reserve_p50_ns, r->reserve_p99_ns, r->longest_call_ns,

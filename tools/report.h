@@ -11,6 +11,7 @@
 #include "fit.h"
 #include "options.h"
 #include "replay.h"
+#include "sweep.h"
 #include "trace.h"
 
 typedef struct report {
@@ -20,6 +21,7 @@ typedef struct report {
     uint64_t capacity;          /**< capacity of the reported replay; 0 = unlimited */
     const replay_result *r;     /**< the reported replay */
     const fit_result *fit;      /**< NULL without --fit */
+    const sweep_result *sweep;  /**< NULL without --sweep */
     double wall_s;              /**< seconds for this trace, fit included */
     const baseline_measure *baselines; /**< --baseline runs, beside relo's */
     int baseline_count;

@@ -22,6 +22,7 @@
 
 /* What cuMemAlloc guarantees for every allocation's base. */
 #define CUDA_ALIGNMENT 256u
+#define CUDA_GRANULE (UINT64_C(2) << 20) /* what the driver rounds each allocation up to */
 
 typedef struct cuda_ctx {
     CUcontext context;     /* the caller's; not owned; set at creation */
@@ -256,6 +257,8 @@ relo_status relo_backend_cuda_create(CUcontext context, CUdevice device, CUstrea
          * keeps pages well below it in practice. */
         .max_page_size = total - total % CUDA_ALIGNMENT,
         .capacity = total,
+        /* cuMemAlloc hands out whole 2 MiB pages of device memory. */
+        .granule = CUDA_GRANULE,
     };
     s = relo_backend_create(&cuda_ops, c, &props, out);
     if (s != RELO_OK) cu_destroy(c);

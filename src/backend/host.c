@@ -93,5 +93,5 @@ static const relo_backend_ops host_ops = {
 /* Contract in relo_backend.h. */
 relo_status relo_backend_host_create(const relo_host_desc *desc, relo_backend **out)
 {
-    return relo__hostlike_create(&host_ops, desc, out);
+    return relo__hostlike_create(&host_ops, desc, RELO_HOSTLIKE_HOST_GRANULE, out);
 }

@@ -1,7 +1,8 @@
 /*
  * backend/hostlike.c — the half of the host and simulated backends that does
  * not depend on what a buffer is: configuration, fault injection, capacity
- * accounting and call counts, plus the two public queries that work on
+ * accounting (each buffer charged its size rounded up to the granule, as
+ * a GPU driver charges) and call counts, plus the two public queries that work on
  * either kind (relo_backend_host_counts, relo_backend_host_set_faults).
  *
  * Counting rules, which tests rely on:
@@ -45,7 +46,7 @@ static void copy_faults(relo_host_desc *to, const relo_host_desc *from)
 }
 
 relo_status relo__hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
-                                relo_backend_props *props)
+                                uint64_t default_granule, relo_backend_props *props)
 {
     relo_host_desc zero;
     memset(&zero, 0, sizeof zero);
@@ -67,6 +68,7 @@ relo_status relo__hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
     ctx->capacity = desc->capacity;
     ctx->no_free_fill = desc->no_free_fill;
     ctx->max_page_size = max_page;
+    ctx->granule = desc->granule ? desc->granule : default_granule;
     ctx->address_alignment = address_alignment;
     /* Sim addresses start well above zero so that no buffer's address is 0,
      * which the contract reserves for "no device address". */
@@ -76,17 +78,18 @@ relo_status relo__hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
     props->alignment = alignment;
     props->max_page_size = max_page;
     props->capacity = desc->capacity;
+    props->granule = ctx->granule;
     return RELO_OK;
 }
 
 relo_status relo__hostlike_create(const relo_backend_ops *ops, const relo_host_desc *desc,
-                                  relo_backend **out)
+                                  uint64_t default_granule, relo_backend **out)
 {
     if (!out) return RELO_ERR_INVALID_ARGUMENT;
     relo__hostlike *ctx = relo__malloc(sizeof *ctx);
     if (!ctx) return RELO_ERR_HOST_MEMORY;
     relo_backend_props props;
-    relo_status s = relo__hostlike_init(ctx, desc, &props);
+    relo_status s = relo__hostlike_init(ctx, desc, default_granule, &props);
     if (s != RELO_OK) {
         relo__free(ctx);
         return s;
@@ -96,9 +99,18 @@ relo_status relo__hostlike_create(const relo_backend_ops *ops, const relo_host_d
     return s;
 }
 
+uint64_t relo__hostlike_charge(const relo__hostlike *ctx, uint64_t size)
+{
+    uint64_t g = ctx->granule;
+    if (g <= 1 || size % g == 0) return size;
+    uint64_t extra = g - size % g;
+    return size > UINT64_MAX - extra ? UINT64_MAX : size + extra;
+}
+
 relo_status relo__hostlike_alloc_admit(relo__hostlike *ctx, uint64_t size)
 {
     if (size == 0 || size > ctx->max_page_size) return RELO_ERR_BACKEND;
+    uint64_t charge = relo__hostlike_charge(ctx, size);
     pthread_mutex_lock(&ctx->lock);
     relo_status st = RELO_OK;
     if (ctx->faults.refuse_alloc_above && size > ctx->faults.refuse_alloc_above)
@@ -108,7 +120,7 @@ relo_status relo__hostlike_alloc_admit(relo__hostlike *ctx, uint64_t size)
         st = RELO_ERR_OUT_OF_MEMORY;
     /* Written as a subtraction so that a size near 2^64 cannot wrap. */
     if (ctx->capacity &&
-        (ctx->counts.bytes_held > ctx->capacity || size > ctx->capacity - ctx->counts.bytes_held))
+        (ctx->counts.bytes_held > ctx->capacity || charge > ctx->capacity - ctx->counts.bytes_held))
         st = RELO_ERR_OUT_OF_MEMORY;
     pthread_mutex_unlock(&ctx->lock);
     return st;
@@ -118,7 +130,7 @@ void relo__hostlike_alloc_done(relo__hostlike *ctx, uint64_t size)
 {
     pthread_mutex_lock(&ctx->lock);
     ctx->counts.allocs++;
-    ctx->counts.bytes_held += size;
+    ctx->counts.bytes_held += relo__hostlike_charge(ctx, size);
     ctx->allocs_since_faults++;
     pthread_mutex_unlock(&ctx->lock);
 }
@@ -129,7 +141,8 @@ void relo__hostlike_free_done(relo__hostlike *ctx, uint64_t size)
     ctx->counts.frees++;
     /* A size that does not match the alloc is a core bug; saturating keeps
      * the count meaningful enough for the test that will catch it. */
-    ctx->counts.bytes_held = ctx->counts.bytes_held >= size ? ctx->counts.bytes_held - size : 0;
+    uint64_t charge = relo__hostlike_charge(ctx, size);
+    ctx->counts.bytes_held = ctx->counts.bytes_held >= charge ? ctx->counts.bytes_held - charge : 0;
     pthread_mutex_unlock(&ctx->lock);
 }
 

@@ -26,6 +26,7 @@ typedef struct relo__hostlike {
     relo_host_desc faults;         /* refuse_* and fail_* in force; the rest unused */
     uint64_t capacity;             /* bytes lent before refusing; 0 = unlimited */
     uint64_t max_page_size;        /* largest buffer accepted */
+    uint64_t granule;              /* each buffer is charged its size rounded up to this; ≤ 1 = bytes */
     uint64_t address_alignment;    /* power of two ≥ alignment: what addresses honour */
     relo_host_counts counts;       /* calls served so far */
     uint64_t allocs_since_faults;  /* successful allocs since creation or set_faults */
@@ -34,14 +35,19 @@ typedef struct relo__hostlike {
     bool no_free_fill;             /* host only: freed buffers skip their fill */
 } relo__hostlike;
 
+/* What the hostlike backends' granule defaults to: sim charges as CUDA
+ * does, host charges bytes (it is the debugging backend, with real memory). */
+#define RELO_HOSTLIKE_SIM_GRANULE (UINT64_C(2) << 20)
+#define RELO_HOSTLIKE_HOST_GRANULE UINT64_C(1)
+
 /*
  * Validates desc (NULL = every default), fills *ctx and *props with the
- * effective values. Returns RELO_OK or RELO_ERR_INVALID_ARGUMENT (max page
+ * effective values; default_granule stands in for desc->granule == 0. Returns RELO_OK or RELO_ERR_INVALID_ARGUMENT (max page
  * size below the alignment, or an alignment whose power-of-two round-up
  * overflows).
  */
 relo_status relo__hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
-                                relo_backend_props *props);
+                                uint64_t default_granule, relo_backend_props *props);
 
 /*
  * Allocates a context with relo__malloc, initialises it from desc and wraps
@@ -49,11 +55,16 @@ relo_status relo__hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
  * untouched. Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT, RELO_ERR_HOST_MEMORY.
  */
 relo_status relo__hostlike_create(const relo_backend_ops *ops, const relo_host_desc *desc,
-                                  relo_backend **out);
+                                  uint64_t default_granule, relo_backend **out);
+
+/* What a buffer of size bytes takes from the capacity: size rounded up to
+ * the granule (saturating). */
+uint64_t relo__hostlike_charge(const relo__hostlike *ctx, uint64_t size);
 
 /*
  * Decides whether an alloc of size bytes may be served: RELO_OK, or
- * RELO_ERR_OUT_OF_MEMORY for an injected refusal or the capacity, or
+ * RELO_ERR_OUT_OF_MEMORY for an injected refusal or the capacity (which
+ * the buffer's charge must fit), or
  * RELO_ERR_BACKEND for a size the contract forbids (0, above max page).
  * Changes nothing.
  */

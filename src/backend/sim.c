@@ -7,8 +7,10 @@
  * alignment's power of two, so they are distinct, aligned and never 0.
  * Address space is never reused: 2^64 bytes outlast any trace. write and
  * read are absent (relo then reports RELO_ERR_UNSUPPORTED); copies succeed
- * at once. Fault injection, capacity and counts are shared with the host
- * backend (hostlike.c).
+ * at once. Each buffer takes its size rounded up to the granule (2 MiB by
+ * default, as cudaMalloc) from the capacity, so small pages cost here what
+ * they cost on a GPU. Fault injection, capacity and counts are shared with
+ * the host backend (hostlike.c).
  */
 #include "backend/hostlike.h"
 #include "hostmem.h"
@@ -82,5 +84,5 @@ static const relo_backend_ops sim_ops = {
 /* Contract in relo_backend.h. */
 relo_status relo_backend_sim_create(const relo_host_desc *desc, relo_backend **out)
 {
-    return relo__hostlike_create(&sim_ops, desc, out);
+    return relo__hostlike_create(&sim_ops, desc, RELO_HOSTLIKE_SIM_GRANULE, out);
 }

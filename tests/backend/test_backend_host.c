@@ -12,6 +12,7 @@
 #include "check.h"
 
 #define MiB (UINT64_C(1) << 20)
+#define KiB (UINT64_C(1) << 10)
 
 static relo_backend *make_host(const relo_host_desc *desc)
 {
@@ -70,6 +71,68 @@ CHECK_TEST(host_desc_values_reported)
     expect_eq(p.max_page_size, 128 * MiB);
     expect_eq(p.capacity, 24 * MiB);
     relo_backend_destroy(b);
+}
+
+/* The simulated device charges what a GPU driver does: each buffer its
+ * size rounded up to the granule (2 MiB by default); granule 1 charges
+ * plain bytes. The host backend charges bytes unless told otherwise. */
+CHECK_TEST(sim_charges_in_granules)
+{
+    relo_host_desc d = {.capacity = 4 * MiB};
+    relo_backend *b = make_sim(&d);
+    require_true(b != NULL);
+    relo_backend_props p;
+    require_ok(relo_backend_props_get(b, &p));
+    expect_eq(p.granule, 2 * MiB);
+    void *x = NULL, *y = NULL, *z = NULL;
+    uint64_t addr;
+    require_ok(balloc(b, 300 * KiB, &x, &addr));
+    expect_eq(counts_of(b).bytes_held, 2 * MiB);
+    require_ok(balloc(b, 2 * MiB, &y, &addr));
+    expect_eq(counts_of(b).bytes_held, 4 * MiB);
+    expect_status(balloc(b, 1, &z, &addr), RELO_ERR_OUT_OF_MEMORY);
+    b->ops.free(b->ctx, x, 300 * KiB);
+    expect_eq(counts_of(b).bytes_held, 2 * MiB);
+    b->ops.free(b->ctx, y, 2 * MiB);
+    expect_eq(counts_of(b).bytes_held, 0);
+    relo_backend_destroy(b);
+
+    d.granule = 1;
+    b = make_sim(&d);
+    require_true(b != NULL);
+    void *held[13];
+    for (int i = 0; i < 13; i++) require_ok(balloc(b, 300 * KiB, &held[i], &addr));
+    expect_eq(counts_of(b).bytes_held, 13 * 300 * KiB);
+    for (int i = 0; i < 13; i++) b->ops.free(b->ctx, held[i], 300 * KiB);
+    relo_backend_destroy(b);
+
+    relo_backend *h = make_host(NULL);
+    require_true(h != NULL);
+    require_ok(relo_backend_props_get(h, &p));
+    expect_eq(p.granule, 1);
+    relo_backend_destroy(h);
+}
+
+/* The dense policy sizes its pages in the device's granule: a small
+ * request on a 2 MiB-granule device takes one whole granule, never a
+ * smaller page the device would round up anyway. */
+CHECK_TEST(dense_pages_follow_the_granule)
+{
+    relo_host_desc d = {.granule = 4 * MiB};
+    relo_backend *b = make_sim(&d);
+    require_true(b != NULL);
+    relo_device *dev = NULL;
+    require_ok(relo_device_create(NULL, b, &dev));
+    relo_stream *s = NULL;
+    require_ok(relo_stream_create(dev, NULL, &s));
+    relo_handle h;
+    require_ok(relo_reserve(s, 100 * KiB, &h));
+    relo_stats st;
+    require_ok(relo_device_stats(dev, &st));
+    expect_eq(st.bytes_reserved, 4 * MiB);
+    expect_ok(relo_release(dev, h));
+    expect_ok(relo_stream_destroy(s));
+    expect_ok(relo_device_destroy(dev));
 }
 
 CHECK_TEST(create_rejects_bad_desc)

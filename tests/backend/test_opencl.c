@@ -265,7 +265,7 @@ static bool dev_open(fx *f, cl_env *e, relo_backend *b, int streams)
     expect_true(b != NULL);
     if (!b) return false;
     f->backend = b;
-    relo_status st = relo_device_create(NULL, b, &f->dev);
+    relo_status st = relo_device_create(FX_SEED, b, &f->dev);
     if (st == RELO_OK) st = relo_stream_create(f->dev, e->queues[0], &f->s);
     if (st == RELO_OK && streams == 2) st = relo_stream_create(f->dev, e->queues[1], &f->s2);
     expect_ok(st);

@@ -43,6 +43,12 @@ static inline relo_host_desc fx_host(void)
     return d;
 }
 
+/** A device desc asking for the seed policy (docs/design.md as written).
+ *  The default is the dense policy; the acceptance behaviours of the seed
+ *  design (small pool, adaptive arena, outdated pages) ask for this by
+ *  name: fx_open(&f, &hd, FX_SEED). */
+#define FX_SEED (&(const relo_device_desc){.policy = RELO_POLICY_SEED})
+
 /* Log sink of every fixture device: warnings and errors go to stderr, so
  * the invariant relo_device_check found broken shows next to the failure. */
 static void fx_log_(void *user, relo_log_level level, const char *message)

@@ -249,7 +249,7 @@ static inline relo_status mock_backend_create(mock_ctx *m, const relo_backend_pr
         .stream_remove = mock_stream_remove_,
         .destroy = mock_destroy_,
     };
-    relo_backend_props def = {32, UINT64_C(128) << 20, 0};
+    relo_backend_props def = {32, UINT64_C(128) << 20, 0, 0};
     memset(m, 0, sizeof *m);
     return relo_backend_create(&ops, m, props ? props : &def, out);
 }

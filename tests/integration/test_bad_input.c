@@ -84,6 +84,7 @@ CHECK_TEST(b49_null_device_and_stream_api)
     expect_ok(relo_device_desc_get(f.dev, &got));
     expect_eq(got.layout, RELO_LAYOUT_ADAPTIVE);
     expect_eq(got.capacity, 0);
+    expect_eq(got.policy, RELO_POLICY_DENSE); /* zero resolves to the default, dense */
 
     relo_stream *s = NULL;
     expect_status(relo_stream_create(NULL, NULL, &s), RELO_ERR_INVALID_ARGUMENT);
@@ -192,7 +193,7 @@ CHECK_TEST(b49_null_backend_api)
     ops.wait_device = no_wait;
     ops.copy = no_copy;
     ops.wait_copies = no_wait;
-    relo_backend_props props = {32, 128 * MiB, 0};
+    relo_backend_props props = {32, 128 * MiB, 0, 0};
     relo_backend *b = NULL;
     expect_status(relo_backend_create(NULL, NULL, &props, &b), RELO_ERR_INVALID_ARGUMENT);
     expect_status(relo_backend_create(&ops, NULL, NULL, &b), RELO_ERR_INVALID_ARGUMENT);
@@ -207,7 +208,7 @@ CHECK_TEST(b49_null_backend_api)
         if (k == 4) o.wait_copies = NULL;
         expect_status(relo_backend_create(&o, NULL, &props, &b), RELO_ERR_INVALID_ARGUMENT);
     }
-    relo_backend_props bad = {0, 128 * MiB, 0};
+    relo_backend_props bad = {0, 128 * MiB, 0, 0};
     expect_status(relo_backend_create(&ops, NULL, &bad, &b), RELO_ERR_INVALID_ARGUMENT);
     bad.alignment = 64;
     bad.max_page_size = 32;

@@ -194,7 +194,12 @@ static void drop(world *w, int k)
 static bool begin_device(world *w, const relo_host_desc *hd, const relo_device_desc *dd)
 {
     if (!step_(w, relo_backend_host_create(hd, &w->backend), RELO_OK, "backend create")) return false;
-    if (!step_(w, relo_device_create(dd, w->backend, &w->device), RELO_OK, "device create")) return false;
+    /* The seed policy unless the case asks for another: its arena growth
+     * is what the cases count moves on. */
+    relo_device_desc desc = {0};
+    if (dd) desc = *dd;
+    if (desc.policy == RELO_POLICY_DEFAULT) desc.policy = RELO_POLICY_SEED;
+    if (!step_(w, relo_device_create(&desc, w->backend, &w->device), RELO_OK, "device create")) return false;
     w->backend = NULL;
     for (int i = 0; i < STREAMS; i++)
         if (!step_(w, relo_stream_create(w->device, NULL, &w->streams[i]), RELO_OK, "stream create"))

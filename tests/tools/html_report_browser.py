@@ -50,7 +50,10 @@ def main():
         return 77
     os.makedirs(out, exist_ok=True)
     page = os.path.join(out, "report.html")
-    p = subprocess.run([tool, "--quiet", "--capacity", "40M", "--baseline", "pytorch", "--html", page, trace],
+    # The seed policy on a device charging plain bytes: the tiny trace's
+    # growth then relocates under pressure, which the page must show.
+    p = subprocess.run([tool, "--quiet", "--policy", "seed", "--granule", "1", "--capacity", "40M",
+                        "--baseline", "pytorch", "--html", page, trace],
                        capture_output=True, text=True)
     check(p.returncode == 0, f"relo-replay --html exits 0 (got {p.returncode}: {p.stderr.strip()})")
     text = open(page, encoding="utf-8").read()

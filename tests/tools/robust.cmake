@@ -54,7 +54,7 @@ if(RELO_PYTHON3)
            COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --svg svg_ok.svg ${_data}/tiny.trace && ${RELO_PYTHON3} ${_svgcheck} svg_ok.svg --last-event 13"
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   add_test(NAME tools.svg.failed
-           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --capacity 100M --svg svg_failed.svg ${_growing}; [ $? = 1 ] && ${RELO_PYTHON3} ${_svgcheck} svg_failed.svg --failed --last-event 36349"
+           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --policy seed --capacity 100M --svg svg_failed.svg ${_growing}; [ $? = 1 ] && ${RELO_PYTHON3} ${_svgcheck} svg_failed.svg --failed --last-event 36349"
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   add_test(NAME tools.svg.many_relocations
            COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --policy dense --svg svg_dense.svg ${_growing} && ${RELO_PYTHON3} ${_svgcheck} svg_dense.svg --last-event 44959"

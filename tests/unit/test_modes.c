@@ -15,7 +15,7 @@
 CHECK_TEST(b21_nested_persistent_windows)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, NULL));
+    require_ok(fx_open(&f, NULL, FX_SEED));
     expect_ok(relo_mode_push(f.s, RELO_MODE_PERSISTENT));
     expect_ok(relo_mode_push(f.s, RELO_MODE_PERSISTENT));
     expect_ok(relo_mode_pop(f.s));
@@ -53,7 +53,7 @@ CHECK_TEST(b22_persistent_and_dedicated_bypass_arena)
     relo_host_desc hd = fx_host();
     hd.max_page_size = 256 * MiB;
     fx f;
-    require_ok(fx_open(&f, &hd, NULL));
+    require_ok(fx_open(&f, &hd, FX_SEED));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     expect_ok(relo_mode_push(f.s, RELO_MODE_PERSISTENT));
     relo_handle p = fx_reserve(f.s, 100 * MiB);
@@ -84,7 +84,7 @@ CHECK_TEST(b22_persistent_and_dedicated_bypass_arena)
 CHECK_TEST(b23_dedicated_returns_at_next_cleanup)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, NULL));
+    require_ok(fx_open(&f, NULL, FX_SEED));
     expect_ok(relo_mode_push(f.s, RELO_MODE_DEDICATED));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     relo_handle b = fx_reserve(f.s, 3 * MiB);
@@ -121,6 +121,7 @@ CHECK_TEST(b24_exclusive_layout_reuses_pages)
     hd.alignment = 10;
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
+    dd.policy = RELO_POLICY_SEED;
     dd.layout = RELO_LAYOUT_EXCLUSIVE;
     fx f;
     require_ok(fx_open(&f, &hd, &dd));
@@ -164,7 +165,7 @@ CHECK_TEST(x_size_zero_in_every_mode)
     for (int i = 0; i < 3; i++) {
         int failures = check_failures_;
         fx f;
-        require_ok(fx_open(&f, NULL, NULL));
+        require_ok(fx_open(&f, NULL, FX_SEED));
         if (modes[i] != RELO_MODE_AUTO) expect_ok(relo_mode_push(f.s, modes[i]));
         relo_handle z = fx_reserve(f.s, 0);
         require_ne(z.id, 0);

@@ -23,6 +23,8 @@ CHECK_TEST(other_enums_have_names)
     expect_true(strcmp(relo_layout_name(RELO_LAYOUT_EXCLUSIVE), "RELO_LAYOUT_EXCLUSIVE") == 0);
     expect_true(strcmp(relo_relocation_name(RELO_RELOCATION_OFF), "RELO_RELOCATION_OFF") == 0);
     expect_true(strcmp(relo_policy_name(RELO_POLICY_DENSE), "RELO_POLICY_DENSE") == 0);
+    expect_true(strcmp(relo_policy_name(RELO_POLICY_DEFAULT), "RELO_POLICY_DEFAULT") == 0);
+    expect_true(strcmp(relo_policy_name(RELO_POLICY_SEED), "RELO_POLICY_SEED") == 0);
     expect_true(strcmp(relo_log_level_name(RELO_LOG_WARN), "RELO_LOG_WARN") == 0);
     expect_true(strcmp(relo_mode_name(RELO_MODE_PERSISTENT), "RELO_MODE_PERSISTENT") == 0);
     expect_true(strcmp(relo_layout_name((relo_layout)7), "RELO_LAYOUT_UNKNOWN") == 0);
