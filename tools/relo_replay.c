@@ -113,9 +113,9 @@ static bool write_html(const options *o, const trace *t, int same, const report 
     replay_result extra[2];
     int n = 0, extras = 0;
     const char *cap = rep->capacity ? units_format_bytes(rep->capacity, capname, sizeof capname) : "unlimited";
-    snprintf(runs[n].name, sizeof runs[n].name, "relo %s, %s", policies[o->policy == RELO_POLICY_DENSE], cap);
+    snprintf(runs[n].name, sizeof runs[n].name, "relo %s, %s", policies[o->policy != RELO_POLICY_SEED], cap);
     runs[n++].r = rep->r;
-    cfg.policy = o->policy == RELO_POLICY_DENSE ? RELO_POLICY_SEED : RELO_POLICY_DENSE;
+    cfg.policy = o->policy != RELO_POLICY_SEED ? RELO_POLICY_SEED : RELO_POLICY_DENSE;
     cfg.capacity = rep->capacity;
     replay_run(t, &cfg, &extra[extras]);
     snprintf(runs[n].name, sizeof runs[n].name, "relo %s, %s", policies[cfg.policy == RELO_POLICY_DENSE], cap);
@@ -124,7 +124,7 @@ static bool write_html(const options *o, const trace *t, int same, const report 
         cfg.policy = o->policy;
         cfg.capacity = fit_capacity;
         replay_run(t, &cfg, &extra[extras]);
-        snprintf(runs[n].name, sizeof runs[n].name, "relo %s, fit %s", policies[o->policy == RELO_POLICY_DENSE],
+        snprintf(runs[n].name, sizeof runs[n].name, "relo %s, fit %s", policies[o->policy != RELO_POLICY_SEED],
                  units_format_bytes(fit_capacity, capname, sizeof capname));
         runs[n++].r = &extra[extras++];
     }

@@ -303,7 +303,7 @@ bool svg_write(const char *path, const report *rep)
     fprintf(f, "<text x=\"%d\" y=\"50\" class=\"sub\">%s backend · %s layout · %s policy · relocation %s · "
                "capacity %s · %zu events · peak reserved/live %.3f%s</text>\n",
             LEFT, replay_backend_name(o->backend), o->layout == RELO_LAYOUT_EXCLUSIVE ? "exclusive" : "adaptive",
-            o->policy == RELO_POLICY_DENSE ? "dense" : "seed",
+            o->policy == RELO_POLICY_SEED ? "seed" : "dense",
             o->relocation == RELO_RELOCATION_OFF ? "off" : "auto",
             rep->capacity ? units_format_bytes(rep->capacity, cap, sizeof cap) : "unlimited",
             rep->t->event_count,
