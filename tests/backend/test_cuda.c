@@ -23,6 +23,10 @@
 #include "relo.h"
 #include "relo_cuda.h"
 
+/* The relocation cases grow a stream's arena (1 MiB, then 10 MiB) and count
+ * on the seed policy's outdated page; the default policy packs instead. */
+static const relo_device_desc seed_policy = {.policy = RELO_POLICY_SEED};
+
 #define MiB (UINT64_C(1) << 20)
 
 typedef struct cu_env {
@@ -186,7 +190,7 @@ CHECK_TEST(reclaim_moves_bytes_written_by_the_device)
     relo_backend *b = NULL;
     require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
     relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
+    require_ok(relo_device_create(&seed_policy, b, &d));
     relo_stream *s = NULL;
     require_ok(relo_stream_create(d, e.streams[0], &s));
 
@@ -225,7 +229,7 @@ CHECK_TEST(two_streams_are_both_waited_for)
     relo_backend *b = NULL;
     require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
     relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
+    require_ok(relo_device_create(&seed_policy, b, &d));
     relo_stream *sa = NULL, *sb = NULL;
     require_ok(relo_stream_create(d, e.streams[0], &sa));
     require_ok(relo_stream_create(d, e.streams[1], &sb));
@@ -336,7 +340,7 @@ CHECK_TEST(legacy_stream_work_lands_before_relocation)
     relo_backend *b = NULL;
     require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
     relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
+    require_ok(relo_device_create(&seed_policy, b, &d));
     relo_stream *s = NULL;
     require_ok(relo_stream_create(d, NULL, &s));
 
@@ -366,7 +370,7 @@ CHECK_TEST(unregistered_stream_work_lands_before_relocation)
     relo_backend *b = NULL;
     require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
     relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
+    require_ok(relo_device_create(&seed_policy, b, &d));
     relo_stream *s = NULL;
     require_ok(relo_stream_create(d, e.streams[0], &s));
 

@@ -17,6 +17,10 @@
 #include "relo.h"
 #include "relo_cuda.h"
 
+/* The relocation cases grow a stream's arena (1 MiB, then 10 MiB) and count
+ * on the seed policy's outdated page; the default policy packs instead. */
+static const relo_device_desc seed_policy = {.policy = RELO_POLICY_SEED};
+
 #define MiB (UINT64_C(1) << 20)
 
 typedef struct env {
@@ -252,7 +256,7 @@ CHECK_TEST(streams_of_another_context_are_refused)
     relo_backend *b = NULL;
     require_ok(relo_backend_cuda_create(e.ctx, 0, NULL, &b));
     relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
+    require_ok(relo_device_create(&seed_policy, b, &d));
 
     CUcontext other = NULL;
     CUstream foreign = NULL;
@@ -316,7 +320,7 @@ CHECK_TEST(failed_device_wait_abandons_the_relocation)
     relo_backend *b = NULL;
     require_ok(relo_backend_cuda_create(e.ctx, 0, NULL, &b));
     relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d));
+    require_ok(relo_device_create(&seed_policy, b, &d));
     relo_stream *s = NULL;
     require_ok(relo_stream_create(d, e.stream, &s));
     relo_handle h, big;
