@@ -31,8 +31,10 @@
  * of the stream's reserved bytes.
  *
  * At the end every live allocation is read back (relo_read) and compared
- * with a host shadow of every kernel: any mismatch fails. A policy under
- * which nothing relocated also fails: the example would then show nothing.
+ * with a host shadow of every kernel: any mismatch fails. So does a run in
+ * which no policy relocated anything: the example would then show nothing.
+ * (Whether the dense policy packs during so short a run depends on how the
+ * two threads interleave; the seed policy's growth always relocates.)
  *
  * Usage: relo-example-opencl-runtime [steps] [capacity MiB] [-v]
  *        (defaults 48, 64; -v prints every step)
@@ -492,10 +494,7 @@ static int run_policy(cl_context ctx, cl_device_id dev, cl_program prog, relo_po
            (double)st.bytes_moved / (double)MIB, (unsigned long long)st.pages_released,
            (double)st.longest_pass_ns * 1e-6, res->longest_relo_call_ms);
     if (bad) failed = 1;
-    if (st.relocations == 0) {
-        fprintf(stderr, "  nothing relocated: the workload put no pressure on relo\n");
-        failed = 1;
-    }
+    if (st.relocations == 0) printf("  nothing relocated under this policy in this run\n");
     if (relo_device_check(rd) != RELO_OK) failed = 1;
 
     for (int i = 0; i < 2; i++) {
@@ -566,11 +565,18 @@ int main(int argc, char **argv)
            (unsigned long long)capacity_mib);
 
     int failed = 0;
+    uint64_t relocations = 0;
     static const relo_policy policies[] = {RELO_POLICY_SEED, RELO_POLICY_DENSE};
     for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
         policy_result r;
+        memset(&r, 0, sizeof r);
         printf("%s:\n", relo_policy_name(policies[i]));
         failed |= run_policy(ctx, dev, prog, policies[i], steps, capacity_mib * MIB, verbose, &r);
+        relocations += r.relocations;
+    }
+    if (relocations == 0) {
+        fprintf(stderr, "nothing relocated under any policy: the workload put no pressure on relo\n");
+        failed = 1;
     }
     clReleaseProgram(prog);
     clReleaseContext(ctx);
