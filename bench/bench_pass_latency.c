@@ -160,7 +160,7 @@ static relo_status slow_backend_create(slow_ctx *c, long free_ns, relo_backend *
         .copy = slow_copy,
         .wait_copies = slow_wait,
     };
-    relo_backend_props props = {256, 256 * MIB, 0};
+    relo_backend_props props = {.alignment = 256, .max_page_size = 256 * MIB};
     memset(c, 0, sizeof *c);
     c->free_ns = free_ns;
     pthread_mutex_init(&c->mu, NULL);
