@@ -80,7 +80,8 @@ uint64_t relo__compact_plan(relo_pass *pass, struct relo_stream *only, uint64_t 
 {
     relo_device *d = pass->device;
     if (d->desc.policy != RELO_POLICY_DENSE) return 0;
-    uint32_t first = only ? only->index : 0, end = only ? only->index + 1 : d->stream_count;
+    uint32_t first, end;
+    relo__device_scope(d, only, &first, &end);
     uint64_t emptied = 0;
     for (uint32_t s = first; s < end && emptied < want; s++)
         for (uint32_t k = 0; k < RELO_DENSE_POOLS && emptied < want; k++)
@@ -101,7 +102,8 @@ uint64_t relo__compact(relo_device *d, relo_pool *pool, uint64_t want, bool repa
 
 static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64_t *released)
 {
-    uint32_t first = only ? only->index : 0, end = only ? only->index + 1 : d->stream_count;
+    uint32_t first, end;
+    relo__device_scope(d, only, &first, &end);
     for (uint32_t s = first; s < end; s++) {
         for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
             relo_pool *pool = &d->streams[s]->dense[k];

@@ -410,8 +410,9 @@ void relo__device_cleanup_explicit(relo_device *d, relo_stream *only)
     relo__device_cleanup_periodic(d);
     relo__compact_and_release(d, only, UINT64_MAX, true, RELO_REASON_EXPLICIT);
     if (d->recording) return; /* a capture began while the lock was dropped */
-    for (uint32_t i = 0; i < d->stream_count; i++) {
-        if (only && d->streams[i] != only) continue;
+    uint32_t first, end;
+    relo__device_scope(d, only, &first, &end);
+    for (uint32_t i = first; i < end; i++) {
         relo__stream_each_pool(d->streams[i], release_empty, NULL);
         relo__arena_drop_empty_pools(&d->streams[i]->arena);
     }

@@ -91,6 +91,16 @@ void relo__device_cleanup_explicit(relo_device *device, struct relo_stream *only
 /** Bytes of pages held across every stream (counts one sum). */
 uint64_t relo__device_held_bytes(relo_device *device);
 
+/** The streams a call covers, indices first .. end-1 of device->streams:
+ *  only's, or every stream's when only is NULL. The one place a reclaim,
+ *  a relocation or a compaction is scoped. */
+static inline void relo__device_scope(const relo_device *device, const struct relo_stream *only, uint32_t *first,
+                                      uint32_t *end)
+{
+    *first = only ? only->index : 0;
+    *end = only ? only->index + 1 : device->stream_count;
+}
+
 /** A page-order number for a new page. */
 static inline uint64_t relo__device_next_order(relo_device *device) { return device->page_order++; }
 

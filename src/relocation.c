@@ -187,7 +187,8 @@ static void plan_arena(relo_stream *s, relo_pass *plan)
 void relo__relocation_plan(relo_pass *pass, relo_stream *only)
 {
     relo_device *d = pass->device;
-    uint32_t first = only ? only->index : 0, end = only ? only->index + 1 : d->stream_count;
+    uint32_t first, end;
+    relo__device_scope(d, only, &first, &end);
     for (uint32_t i = first; i < end; i++) plan_arena(d->streams[i], pass);
 }
 
@@ -464,7 +465,8 @@ bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
 {
     relo__pass_settle(d);
     if (!relo__relocation_allowed(d)) return false;
-    uint32_t first = only ? only->index : 0, end = only ? only->index + 1 : d->stream_count;
+    uint32_t first, end;
+    relo__device_scope(d, only, &first, &end);
     bool outdated = false;
     for (uint32_t i = first; i < end; i++) outdated |= relo__arena_has_outdated(&d->streams[i]->arena);
     if (!outdated) return false;
