@@ -40,21 +40,10 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
         return RELO_ERR_INVALID_ARGUMENT;
     relo_device *d = relo__calloc(sizeof *d);
     if (!d) return RELO_ERR_HOST_MEMORY;
-    if (pthread_mutex_init(&d->lock, NULL) != 0) {
-        relo__free(d);
-        return RELO_ERR_HOST_MEMORY;
-    }
-    if (pthread_cond_init(&d->pass_done, NULL) != 0) {
-        pthread_mutex_destroy(&d->lock);
-        relo__free(d);
-        return RELO_ERR_HOST_MEMORY;
-    }
-    if (relo__handle_table_init(&d->handles) != RELO_OK) {
-        pthread_cond_destroy(&d->pass_done);
-        pthread_mutex_destroy(&d->lock);
-        relo__free(d);
-        return RELO_ERR_HOST_MEMORY;
-    }
+    /* Each step undoes the ones before it when a later one fails. */
+    if (pthread_mutex_init(&d->lock, NULL) != 0) goto no_lock;
+    if (pthread_cond_init(&d->pass_done, NULL) != 0) goto no_cond;
+    if (relo__handle_table_init(&d->handles) != RELO_OK) goto no_tag;
     d->backend = backend;
     d->alignment = backend->props.alignment;
     d->max_page = relo__round_down(backend->props.max_page_size, d->alignment);
@@ -66,6 +55,13 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
     d->desc = d0;
     *out = d;
     return RELO_OK;
+no_tag:
+    pthread_cond_destroy(&d->pass_done);
+no_cond:
+    pthread_mutex_destroy(&d->lock);
+no_lock:
+    relo__free(d);
+    return RELO_ERR_HOST_MEMORY;
 }
 
 relo_status relo_device_destroy(relo_device *device)
