@@ -67,6 +67,7 @@ void relo__capture_reset(struct relo_stream *stream)
     if (c->graph) graph_free(c->graph);
     c->graph = NULL;
     c->state = RELO_CAPTURE_IDLE;
+    atomic_store_explicit(&c->recording, false, memory_order_relaxed);
     c->doom = RELO_OK;
 }
 
@@ -114,6 +115,7 @@ relo_status relo_capture_begin(relo_stream *stream)
             if (stream->capture.epoch == 0) stream->capture.epoch = ++d->capture_epoch;
             stream->capture.doom = RELO_OK;
             stream->capture.state = RELO_CAPTURE_RECORDING;
+            atomic_store_explicit(&stream->capture.recording, true, memory_order_relaxed);
             d->recording++;
             st = RELO_OK;
         }
@@ -134,6 +136,7 @@ relo_status relo_capture_end(relo_stream *stream, relo_graph **out)
         struct relo_graph *g = c->graph;
         c->graph = NULL;
         c->state = RELO_CAPTURE_IDLE;
+        atomic_store_explicit(&c->recording, false, memory_order_relaxed);
         c->doom = RELO_OK;
         d->recording--;
         if (st == RELO_OK) {

@@ -8,6 +8,8 @@
 #ifndef RELO_CAPTURE_H
 #define RELO_CAPTURE_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "page.h"
@@ -39,6 +41,7 @@ struct relo_graph {
 
 typedef struct relo_capture {
     relo_capture_state state;
+    atomic_bool recording;       /* state == RECORDING, for relo_resolve's lock-free path */
     relo_status doom;            /* RELO_OK, or the error that doomed the recording */
     uint32_t epoch;              /* stamp for touched pages */
     struct relo_graph *graph;    /* made at begin, so end cannot fail */

@@ -65,6 +65,25 @@ static void check_pool(relo_pool *p, void *user)
     w->allocations += p->allocations;
 }
 
+/* A slot publishes its binding exactly when a locked resolve would answer
+ * that binding with no move to veto: live, placed, not a source of the
+ * open pass. */
+static bool published_matches(const relo_handle_table *t, relo_slot *slot)
+{
+    const relo_slice *sl = slot->slice;
+    bool want = slot->refcount > 0 && sl && sl->move == 0;
+    uint64_t id = atomic_load_explicit(&slot->id, memory_order_relaxed);
+    if (!want) return id == 0;
+    if (id != relo__handle_of(t, slot->index).id) return false;
+    const relo_page *page = sl->page;
+    return atomic_load_explicit(&slot->buffer, memory_order_relaxed) == (uintptr_t)page->buffer &&
+           atomic_load_explicit(&slot->offset, memory_order_relaxed) == sl->offset &&
+           atomic_load_explicit(&slot->size, memory_order_relaxed) == sl->size &&
+           atomic_load_explicit(&slot->address, memory_order_relaxed) ==
+               (page->address ? page->address + sl->offset : 0) &&
+           (atomic_load_explicit(&slot->seq, memory_order_relaxed) & 1u) == 0;
+}
+
 static bool check_device(relo_device *d, const char **why)
 {
     uint64_t reserved = 0, allocations = 0;
@@ -108,9 +127,13 @@ static bool check_device(relo_device *d, const char **why)
         return false;
     }
     for (uint32_t i = 0; i < d->handles.count; i++) {
-        const relo_slot *slot = &d->handles.slots[i];
+        relo_slot *slot = relo__handle_slot(&d->handles, i);
+        if (!published_matches(&d->handles, slot)) {
+            *why = "a slot's lock-free binding differs from its locked one";
+            return false;
+        }
         if (slot->refcount == 0 || !slot->slice) continue; /* free, or a reservation in progress */
-        if (!slot->slice || slot->slice->state != RELO_SLICE_LIVE || slot->slice->slot != i) {
+        if (slot->slice->state != RELO_SLICE_LIVE || slot->slice->slot != i) {
             *why = "a live handle does not name its live slice";
             return false;
         }

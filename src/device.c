@@ -204,7 +204,7 @@ relo_status relo_release(relo_device *device, relo_handle handle)
                 relo__stats_freed(slice->page->pool->stream, slice->size);
                 relo__pool_slice_free(slice->page->pool, slice);
             }
-            relo__handle_free(&device->handles, (uint32_t)(slot - device->handles.slots));
+            relo__handle_free(&device->handles, slot->index);
         }
         st = RELO_OK;
     }
@@ -246,6 +246,11 @@ static relo_status resolve(relo_stream *stream, relo_handle handle, bool pin, re
 
 relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_binding *out)
 {
+    /* Without the lock where the slot publishes its binding and the stream
+     * does not record (a recording resolve notes the page under the lock). */
+    if (stream && out && !atomic_load_explicit(&stream->capture.recording, memory_order_relaxed) &&
+        relo__handle_resolve_fast(&stream->device->handles, handle, out))
+        return RELO_OK;
     return resolve(stream, handle, false, out);
 }
 

@@ -42,27 +42,35 @@ relo_status relo__handle_table_init(relo_handle_table *t)
     return t->tag ? RELO_OK : RELO_ERR_HOST_MEMORY;
 }
 
+/* Makes the next chunk, so slot t->cap exists. */
+static bool grow(relo_handle_table *t)
+{
+    uint32_t k = relo__log2(t->cap + (1u << RELO_HANDLE_CHUNK0_BITS)) - RELO_HANDLE_CHUNK0_BITS;
+    uint32_t n = 1u << (k + RELO_HANDLE_CHUNK0_BITS);
+    relo_slot *chunk = relo__calloc((size_t)n * sizeof *chunk);
+    if (!chunk) return false;
+    /* Released, so a reader that sees the chunk sees its zeroed slots. */
+    atomic_store_explicit(&t->chunks[k], chunk, memory_order_release);
+    t->cap += n;
+    return true;
+}
+
 relo_status relo__handle_alloc(relo_handle_table *t, uint32_t *slot)
 {
     uint32_t i;
+    relo_slot *s;
     if (t->free_head) {
         i = t->free_head - 1;
-        t->free_head = t->slots[i].next_free;
+        s = relo__handle_slot(t, i);
+        t->free_head = s->next_free;
     } else {
         if (t->count == RELO_HANDLE_SLOT_MAX) return RELO_ERR_HOST_MEMORY;
-        if (t->count == t->cap) {
-            uint32_t cap = t->cap ? t->cap * 2 : 256;
-            if (cap > RELO_HANDLE_SLOT_MAX) cap = RELO_HANDLE_SLOT_MAX;
-            relo_slot *slots = relo__realloc(t->slots, (size_t)cap * sizeof *slots);
-            if (!slots) return RELO_ERR_HOST_MEMORY;
-            t->slots = slots;
-            t->cap = cap;
-        }
+        if (t->count == t->cap && !grow(t)) return RELO_ERR_HOST_MEMORY;
         i = t->count++;
-        memset(&t->slots[i], 0, sizeof t->slots[i]);
-        t->slots[i].generation = t->gen_base;
+        s = relo__handle_slot(t, i);
+        s->generation = t->gen_base;
+        s->index = i;
     }
-    relo_slot *s = &t->slots[i];
     s->refcount = 1;
     s->slice = NULL;
     s->next_free = 0;
@@ -75,13 +83,14 @@ relo_status relo__handle_alloc(relo_handle_table *t, uint32_t *slot)
 
 void relo__handle_free(relo_handle_table *t, uint32_t slot)
 {
-    relo_slot *s = &t->slots[slot];
+    relo_slot *s = relo__handle_slot(t, slot);
     s->refcount = 0;
     s->slice = NULL;
+    relo__handle_publish(t, slot);
     t->live--;
     if (s->generation == RELO_HANDLE_GEN_MAX) {
         /* Wrapping would let a handle of this slot's first allocation name
-         * a later one; the slot is retired instead (24 bytes, for good). */
+         * a later one; the slot is retired instead (for good). */
         s->generation = 0;
         s->next_free = 0;
         t->retired++;
@@ -92,13 +101,62 @@ void relo__handle_free(relo_handle_table *t, uint32_t slot)
     t->free_head = slot + 1;
 }
 
+void relo__handle_publish(relo_handle_table *t, uint32_t slot)
+{
+    relo_slot *s = relo__handle_slot(t, slot);
+    const relo_slice *sl = s->slice;
+    bool publish = s->refcount > 0 && sl && sl->move == 0;
+    uint64_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    /* The classic seqlock writer: odd count, a release fence so no field
+     * store is seen before it, the fields, then the even count released. */
+    atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&s->id, publish ? relo__handle_of(t, slot).id : 0, memory_order_relaxed);
+    if (publish) {
+        const relo_page *page = sl->page;
+        atomic_store_explicit(&s->buffer, (uintptr_t)page->buffer, memory_order_relaxed);
+        atomic_store_explicit(&s->offset, sl->offset, memory_order_relaxed);
+        atomic_store_explicit(&s->size, sl->size, memory_order_relaxed);
+        atomic_store_explicit(&s->address, page->address ? page->address + sl->offset : 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&s->seq, q + 2, memory_order_release);
+}
+
+bool relo__handle_resolve_fast(const relo_handle_table *t, relo_handle h, relo_binding *out)
+{
+    uint32_t index = (uint32_t)(h.id & SLOT_MASK);
+    uint32_t tag = (uint32_t)((h.id >> TAG_SHIFT) & RELO_HANDLE_TAG_MAX);
+    if (tag != t->tag || index == 0) return false;
+    uint32_t j = index - 1 + (1u << RELO_HANDLE_CHUNK0_BITS);
+    uint32_t k = relo__log2(j) - RELO_HANDLE_CHUNK0_BITS;
+    relo_slot *chunk = atomic_load_explicit(&((relo_handle_table *)t)->chunks[k], memory_order_acquire);
+    if (!chunk) return false;
+    relo_slot *s = &chunk[j - (1u << (k + RELO_HANDLE_CHUNK0_BITS))];
+    uint64_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
+    if (q & 1u) return false;
+    uint64_t id = atomic_load_explicit(&s->id, memory_order_relaxed);
+    uintptr_t buffer = atomic_load_explicit(&s->buffer, memory_order_relaxed);
+    uint64_t offset = atomic_load_explicit(&s->offset, memory_order_relaxed);
+    uint64_t size = atomic_load_explicit(&s->size, memory_order_relaxed);
+    uint64_t address = atomic_load_explicit(&s->address, memory_order_relaxed);
+    /* An acquire fence so the second read of the count comes after the
+     * fields: unchanged, no writer touched them in between. */
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&s->seq, memory_order_relaxed) != q || id != h.id) return false;
+    out->buffer = (void *)buffer;
+    out->offset = offset;
+    out->size = size;
+    out->address = address;
+    return true;
+}
+
 relo_slot *relo__handle_lookup(relo_handle_table *t, relo_handle h)
 {
     uint32_t index = (uint32_t)(h.id & SLOT_MASK);
     uint32_t tag = (uint32_t)((h.id >> TAG_SHIFT) & RELO_HANDLE_TAG_MAX);
     uint32_t gen = (uint32_t)(h.id >> GEN_SHIFT);
     if (tag != t->tag || index == 0 || index > t->count) return NULL;
-    relo_slot *s = &t->slots[index - 1];
+    relo_slot *s = relo__handle_slot(t, index - 1);
     /* No slice yet: a reservation on another thread has the slot while it
      * waits out a relocation; its handle is not anybody's until it returns. */
     if (s->refcount == 0 || s->generation != gen || !s->slice) return NULL;
@@ -107,7 +165,7 @@ relo_slot *relo__handle_lookup(relo_handle_table *t, relo_handle h)
 
 relo_handle relo__handle_of(const relo_handle_table *t, uint32_t slot)
 {
-    relo_handle h = {((uint64_t)t->slots[slot].generation << GEN_SHIFT) | ((uint64_t)t->tag << TAG_SHIFT) |
+    relo_handle h = {((uint64_t)relo__handle_slot(t, slot)->generation << GEN_SHIFT) | ((uint64_t)t->tag << TAG_SHIFT) |
                      (uint64_t)(slot + 1)};
     return h;
 }
@@ -122,14 +180,16 @@ void relo__handle_table_destroy(relo_handle_table *t)
         e->held = false;
         pthread_mutex_unlock(&tag_lock);
     }
-    relo__free(t->slots);
+    for (uint32_t k = 0; k < RELO_HANDLE_CHUNKS; k++)
+        relo__free(atomic_load_explicit(&t->chunks[k], memory_order_relaxed));
     memset(t, 0, sizeof *t);
 }
 
 bool relo__handle_set_generation(relo_handle_table *t, uint32_t slot, uint32_t gen)
 {
-    if (slot >= t->count || t->slots[slot].refcount != 0 || t->slots[slot].generation == 0) return false;
-    if (gen == 0 || gen > RELO_HANDLE_GEN_MAX) return false;
-    t->slots[slot].generation = gen;
+    if (slot >= t->count) return false;
+    relo_slot *s = relo__handle_slot(t, slot);
+    if (s->refcount != 0 || s->generation == 0 || gen == 0 || gen > RELO_HANDLE_GEN_MAX) return false;
+    s->generation = gen;
     return true;
 }

@@ -23,11 +23,13 @@
 #ifndef RELO_HANDLE_H
 #define RELO_HANDLE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "page.h"
 #include "relo.h"
+#include "util.h"
 
 enum {
     RELO_HANDLE_SLOT_BITS = 26,
@@ -39,17 +41,29 @@ enum {
 #define RELO_HANDLE_GEN_MAX ((UINT32_C(1) << RELO_HANDLE_GEN_BITS) - 1u)
 
 typedef struct relo_slot {
+    /* The published binding, read without the lock (see above). */
+    _Atomic uint64_t seq;       /* odd while a writer changes the fields below */
+    _Atomic uint64_t id;        /* handle value answered without the lock; 0 = take the lock */
+    _Atomic uintptr_t buffer;
+    _Atomic uint64_t offset, size, address;
+
     relo_slice *slice;      /* where the allocation is now; NULL when free */
     uint32_t generation;    /* bumped on every free; 0 once retired */
     uint32_t refcount;      /* 0 = free slot */
     uint32_t next_free;     /* free list, index + 1; 0 = end */
     uint32_t pins;          /* relo_pin calls not yet unpinned: never moved */
+    uint32_t index;         /* this slot's index in the table */
 } relo_slot;
 
+/* Slot chunks: chunk k holds 2^(k + RELO_HANDLE_CHUNK0_BITS) slots, so
+ * RELO_HANDLE_CHUNKS of them cover every slot index. */
+#define RELO_HANDLE_CHUNK0_BITS 8u
+#define RELO_HANDLE_CHUNKS (RELO_HANDLE_SLOT_BITS - RELO_HANDLE_CHUNK0_BITS + 1u)
+
 typedef struct relo_handle_table {
-    relo_slot *slots;
+    _Atomic(relo_slot *) chunks[RELO_HANDLE_CHUNKS]; /* never move once made */
     uint32_t count;         /* slots ever used */
-    uint32_t cap;
+    uint32_t cap;           /* slots the chunks made so far hold */
     uint32_t free_head;     /* index + 1 of the first free slot; 0 = none */
     uint32_t tag;           /* this device's tag; 0 before init */
     uint32_t gen_base;      /* generation a new slot starts at */
@@ -72,6 +86,25 @@ void relo__handle_free(relo_handle_table *t, uint32_t slot);
 /** The live slot a handle names, or NULL (stale, 0, made up, another
  *  device's, or a slot whose reservation has not returned yet). */
 relo_slot *relo__handle_lookup(relo_handle_table *t, relo_handle h);
+
+/** The slot at index i (< t->count). */
+static inline relo_slot *relo__handle_slot(const relo_handle_table *t, uint32_t i)
+{
+    uint32_t j = i + (1u << RELO_HANDLE_CHUNK0_BITS), k = relo__log2(j) - RELO_HANDLE_CHUNK0_BITS;
+    relo_slot *chunk = atomic_load_explicit(&((relo_handle_table *)t)->chunks[k], memory_order_acquire);
+    return &chunk[j - (1u << (k + RELO_HANDLE_CHUNK0_BITS))];
+}
+
+/** Recomputes the slot's published binding from its slice: published while
+ *  the slot is live, placed and not a source of the open pass (its slice's
+ *  move mark is 0), withdrawn otherwise. Call after every change to any of
+ *  those. The device lock is held. */
+void relo__handle_publish(relo_handle_table *t, uint32_t slot);
+
+/** The binding of h without the device lock, when its slot publishes one
+ *  (see above): true with *out filled, or false when the caller must take
+ *  the locked path (which answers exactly, NOT_FOUND included). */
+bool relo__handle_resolve_fast(const relo_handle_table *t, relo_handle h, relo_binding *out);
 
 /** The handle value of a live slot. */
 relo_handle relo__handle_of(const relo_handle_table *t, uint32_t slot);

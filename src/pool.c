@@ -413,7 +413,7 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
                 /* A source released while its pass is open waits for the close. */
                 if (sl->move && open->moves[sl->move - 1].fate == RELO_FATE_DROPPED) continue;
                 if (sl->slot >= d->handles.count) FAIL("live slice names no slot");
-                const relo_slot *slot = &d->handles.slots[sl->slot];
+                const relo_slot *slot = relo__handle_slot(&d->handles, sl->slot);
                 if (slot->refcount == 0 || slot->slice != sl) FAIL("slot does not point back at its slice");
                 pins += slot->pins;
             }

@@ -196,7 +196,8 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
             s->capture.doom = st;
         return st;
     }
-    d->handles.slots[slot].slice = slice;
+    relo__handle_slot(&d->handles, slot)->slice = slice;
+    relo__handle_publish(&d->handles, slot);
     relo__stats_allocated(s, size);
     *out = relo__handle_of(&d->handles, slot);
     return RELO_OK;

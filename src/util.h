@@ -38,6 +38,18 @@ static inline bool relo__round_up(uint64_t v, uint64_t align, uint64_t *out)
     return true;
 }
 
+/** floor(log2(v)) for v > 0. */
+static inline uint32_t relo__log2(uint32_t v)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return 31u - (uint32_t)__builtin_clz(v);
+#else
+    uint32_t r = 0;
+    while (v >>= 1) r++;
+    return r;
+#endif
+}
+
 /** Rounds v down to a multiple of align (≥ 1). */
 static inline uint64_t relo__round_down(uint64_t v, uint64_t align) { return v - v % align; }
 

@@ -75,6 +75,10 @@ typedef struct mock_ctx {
      * (tests of what other threads may do meanwhile). */
     void (*wait_device_hook)(void *user);
     void *wait_device_user;
+    /* Called first thing in alloc, which relo calls with the device lock
+     * held (tests of what other threads may do meanwhile). */
+    void (*alloc_hook)(void *user);
+    void *alloc_user;
 } mock_ctx;
 
 static inline void mock_log_(mock_ctx *m, mock_op op, uint64_t size, relo_status r)
@@ -111,6 +115,7 @@ static relo_status mock_alloc_(void *ctx, uint64_t size, void **buffer, uint64_t
     mock_ctx *m = ctx;
     relo_status r = RELO_OK;
     void *p = NULL;
+    if (m->alloc_hook) m->alloc_hook(m->alloc_user);
     if (mock_refused_(m, MOCK_ALLOC)) {
         r = m->refuse_with[MOCK_ALLOC] ? m->refuse_with[MOCK_ALLOC] : RELO_ERR_OUT_OF_MEMORY;
     } else {

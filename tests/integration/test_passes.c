@@ -565,6 +565,72 @@ static void log_calls_relo(void *user, relo_log_level level, const char *message
     p->lines++;
 }
 
+typedef struct reserver {
+    relo_stream *stream;
+    uint64_t size;
+    relo_handle h;
+    relo_status st;
+} reserver;
+
+static void *reserve_thread(void *arg)
+{
+    reserver *r = arg;
+    r->st = relo_reserve(r->stream, r->size, &r->h);
+    return NULL;
+}
+
+/* relo_resolve answers without the device lock: another thread holds it
+ * (inside the backend's alloc, called under the lock) and resolves of
+ * placed allocations, on either stream, still return, with the binding
+ * the lock would give. */
+CHECK_TEST(resolve_without_the_lock)
+{
+    static mock_ctx m;
+    relo_backend *backend = NULL;
+    require_ok(mock_backend_create(&m, NULL, &backend));
+    fx f;
+    require_ok(fx_open_backend(&f, backend, NULL));
+    require_ok(relo_stream_create(f.dev, NULL, &f.s2));
+    relo_handle a = fx_reserve(f.s, 4096), c = fx_reserve(f.s2, 64 * KiB);
+    relo_binding a_at = fx_bind(f.s, a), c_at = fx_bind(f.s2, c);
+
+    alarm(60); /* a resolve that takes the lock waits for the gate: die, not hang */
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false};
+    m.alloc_hook = gate_hook;
+    m.alloc_user = &g;
+    reserver r = {f.s2, 64 * MiB, {0}, RELO_ERR_CORRUPT};
+    pthread_t t;
+    require_eq(pthread_create(&t, NULL, reserve_thread, &r), 0);
+    pthread_mutex_lock(&g.mu);
+    while (!g.entered) pthread_cond_wait(&g.cv, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+
+    relo_binding b;
+    for (int i = 0; i < 1000; i++) {
+        expect_ok(relo_resolve(f.s, a, &b));
+        expect_true(b.buffer == a_at.buffer && b.offset == a_at.offset && b.size == a_at.size &&
+                    b.address == a_at.address);
+        expect_ok(relo_resolve(f.s, c, &b)); /* another stream's allocation */
+        expect_true(b.buffer == c_at.buffer && b.offset == c_at.offset && b.size == c_at.size);
+    }
+
+    pthread_mutex_lock(&g.mu);
+    g.open = true;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    require_eq(pthread_join(t, NULL), 0);
+    alarm(0);
+    m.alloc_hook = NULL;
+    expect_ok(r.st);
+    expect_ok(relo_device_check(f.dev));
+    expect_ok(relo_release(f.dev, r.h));
+    expect_ok(relo_release(f.dev, a));
+    expect_ok(relo_release(f.dev, c));
+    /* A released handle is refused (the locked path answers it). */
+    expect_eq(relo_resolve(f.s, a, &b), RELO_ERR_NOT_FOUND);
+    fx_close(&f);
+}
+
 CHECK_TEST(log_callback_runs_without_the_lock)
 {
     alarm(60); /* under the lock the stats query would wait forever */
