@@ -337,6 +337,12 @@ typedef struct relo_binding {
  * allocation is a source of an open pass, its move is skipped. While the
  * stream records, the page is remembered as touched and guarded.
  *
+ * Takes no lock in the common case (the allocation placed and not moving,
+ * the stream not recording): it reads a copy of the binding each handle
+ * slot publishes, so threads resolving at once do not wait for each other
+ * or for a thread inside another relo call. The answer is the one the
+ * locked path would give at some instant during the call.
+ *
  * The handle may come from another stream of the same device.
  * Returns RELO_OK, RELO_ERR_NOT_FOUND, RELO_ERR_INVALID_ARGUMENT,
  * RELO_ERR_HOST_MEMORY (could not remember a touched page).
