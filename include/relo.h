@@ -190,6 +190,19 @@ RELO_API const char *relo_log_level_name(relo_log_level level);
 typedef void (*relo_log_fn)(void *user, relo_log_level level, const char *message);
 
 /** How to build a device. Zero everywhere means the defaults. */
+/** Which thread gives the buffers of emptied pages back to the backend. */
+typedef enum relo_page_free {
+    RELO_PAGE_FREE_INLINE = 0, /**< the thread whose call emptied them (default) */
+    RELO_PAGE_FREE_THREAD,     /**< a thread the device starts: a relocation or reclaim
+                                    returns without waiting for the backend's free (on
+                                    some drivers as slow as the copy). relo counts the
+                                    bytes as given back at once; a page the backend then
+                                    refuses waits for the queued frees and is tried
+                                    once more. The backend's free may then overlap any
+                                    other operation but free itself */
+    RELO_PAGE_FREE_COUNT
+} relo_page_free;
+
 typedef struct relo_device_desc {
     relo_layout layout;          /**< default RELO_LAYOUT_ADAPTIVE */
     relo_relocation relocation;  /**< default RELO_RELOCATION_AUTO */
@@ -201,6 +214,7 @@ typedef struct relo_device_desc {
     uint64_t pass_max_ns;        /**< time one pass may spend planning; 0 = no bound */
     relo_log_fn log;             /**< log sink; NULL = silent */
     void *log_user;              /**< passed to log */
+    relo_page_free page_free;    /**< default RELO_PAGE_FREE_INLINE */
 } relo_device_desc;
 
 /**

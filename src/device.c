@@ -34,7 +34,7 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
     memset(&d0, 0, sizeof d0);
     if (desc) d0 = *desc;
     if ((unsigned)d0.layout >= RELO_LAYOUT_COUNT || (unsigned)d0.relocation >= RELO_RELOCATION_COUNT ||
-        (unsigned)d0.policy >= RELO_POLICY_COUNT)
+        (unsigned)d0.policy >= RELO_POLICY_COUNT || (unsigned)d0.page_free >= RELO_PAGE_FREE_COUNT)
         return RELO_ERR_INVALID_ARGUMENT;
     if (backend->props.alignment == 0 || backend->props.max_page_size < backend->props.alignment)
         return RELO_ERR_INVALID_ARGUMENT;
@@ -44,6 +44,8 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
     if (pthread_mutex_init(&d->lock, NULL) != 0) goto no_lock;
     if (pthread_cond_init(&d->pass_done, NULL) != 0) goto no_cond;
     if (relo__handle_table_init(&d->handles) != RELO_OK) goto no_tag;
+    if (d0.page_free == RELO_PAGE_FREE_THREAD && relo__releaser_start(&d->releaser, backend) != RELO_OK)
+        goto no_releaser;
     d->backend = backend;
     d->alignment = backend->props.alignment;
     d->max_page = relo__round_down(backend->props.max_page_size, d->alignment);
@@ -55,6 +57,8 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
     d->desc = d0;
     *out = d;
     return RELO_OK;
+no_releaser:
+    relo__handle_table_destroy(&d->handles);
 no_tag:
     pthread_cond_destroy(&d->pass_done);
 no_cond:
@@ -73,6 +77,7 @@ relo_status relo_device_destroy(relo_device *device)
         relo__device_unlock(device);
         return RELO_ERR_BUSY;
     }
+    relo__releaser_drain(&device->releaser); /* so no two frees overlap below */
     for (uint32_t i = 0; i < device->stream_count; i++) {
         relo_stream *s = device->streams[i];
         relo__stream_free_pages(s);
@@ -88,6 +93,7 @@ relo_status relo_device_destroy(relo_device *device)
     relo__device_unlock(device);
     pthread_cond_destroy(&device->pass_done);
     pthread_mutex_destroy(&device->lock);
+    relo__releaser_stop(&device->releaser);
     relo_backend_destroy(device->backend);
     relo__free(device);
     return RELO_OK;
@@ -389,6 +395,7 @@ void relo__device_cleanup_off_lock(relo_device *d)
     relo_buffer_free *bufs = relo__malloc(cap * sizeof *bufs);
     uint32_t n = 0;
     cleanup(d, bufs, bufs ? cap : 0, &n);
+    if (n && d->releaser.running && relo__releaser_push(&d->releaser, bufs, n)) n = 0;
     if (n) {
         relo_backend *b = d->backend;
         relo__device_unlock(d);

@@ -16,6 +16,7 @@
 #include "handle.h"
 #include "log.h"
 #include "page.h"
+#include "releaser.h"
 #include "stats.h"
 #include "stream.h"
 #include "testing.h"
@@ -31,6 +32,7 @@ struct relo_device {
     uint64_t granule;               /* backend's allocation granule; 1 = bytes */
     uint64_t capacity;              /* judged against; 0 = unknown */
 
+    relo_releaser releaser;         /* RELO_PAGE_FREE_THREAD: started at create */
     relo_handle_table handles;
     relo_slice_slab slab;
 

@@ -67,6 +67,10 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
     void *buffer = NULL;
     uint64_t address = 0;
     relo_status st = d->backend->ops.alloc(d->backend->ctx, size, &buffer, &address);
+    /* Bytes the release thread has yet to give back are counted as gone:
+     * the device may have the room once they are. */
+    if (st == RELO_ERR_OUT_OF_MEMORY && relo__releaser_drain(&d->releaser))
+        st = d->backend->ops.alloc(d->backend->ctx, size, &buffer, &address);
     if (st != RELO_OK || !buffer) {
         relo__slice_delete(&d->slab, whole);
         relo__free(page);

@@ -11,6 +11,7 @@
 #ifndef RELO_TEST_MOCK_BACKEND_H
 #define RELO_TEST_MOCK_BACKEND_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -79,6 +80,12 @@ typedef struct mock_ctx {
      * held (tests of what other threads may do meanwhile). */
     void (*alloc_hook)(void *user);
     void *alloc_user;
+    /* Called first thing in free, on whatever thread frees. */
+    void (*free_hook)(void *user);
+    void *free_user;
+    /* Held by alloc and free, which a device with a release thread calls
+     * from two threads. */
+    pthread_mutex_t lock;
 } mock_ctx;
 
 static inline void mock_log_(mock_ctx *m, mock_op op, uint64_t size, relo_status r)
@@ -116,6 +123,7 @@ static relo_status mock_alloc_(void *ctx, uint64_t size, void **buffer, uint64_t
     relo_status r = RELO_OK;
     void *p = NULL;
     if (m->alloc_hook) m->alloc_hook(m->alloc_user);
+    pthread_mutex_lock(&m->lock);
     if (mock_refused_(m, MOCK_ALLOC)) {
         r = m->refuse_with[MOCK_ALLOC] ? m->refuse_with[MOCK_ALLOC] : RELO_ERR_OUT_OF_MEMORY;
     } else {
@@ -123,10 +131,13 @@ static relo_status mock_alloc_(void *ctx, uint64_t size, void **buffer, uint64_t
         if (!p) r = RELO_ERR_OUT_OF_MEMORY;
     }
     mock_log_(m, MOCK_ALLOC, size, r);
+    if (r == RELO_OK) {
+        m->buffers_live++;
+        m->bytes_held += size;
+    }
+    pthread_mutex_unlock(&m->lock);
     if (r != RELO_OK) return r;
     memset(p, 0xA5, (size_t)size);
-    m->buffers_live++;
-    m->bytes_held += size;
     *buffer = p;
     *address = (uint64_t)(uintptr_t)p;
     return RELO_OK;
@@ -135,12 +146,15 @@ static relo_status mock_alloc_(void *ctx, uint64_t size, void **buffer, uint64_t
 static void mock_free_(void *ctx, void *buffer, uint64_t size)
 {
     mock_ctx *m = ctx;
-    m->calls[MOCK_FREE]++;
-    mock_log_(m, MOCK_FREE, size, RELO_OK);
+    if (m->free_hook) m->free_hook(m->free_user);
     memset(buffer, 0xDD, (size_t)size);
     free(buffer);
+    pthread_mutex_lock(&m->lock);
+    m->calls[MOCK_FREE]++;
+    mock_log_(m, MOCK_FREE, size, RELO_OK);
     m->buffers_live--;
     m->bytes_held -= size;
+    pthread_mutex_unlock(&m->lock);
 }
 
 static void mock_flush_(void *ctx)
@@ -256,6 +270,7 @@ static inline relo_status mock_backend_create(mock_ctx *m, const relo_backend_pr
     };
     relo_backend_props def = {32, UINT64_C(128) << 20, 0, 0};
     memset(m, 0, sizeof *m);
+    pthread_mutex_init(&m->lock, NULL);
     return relo_backend_create(&ops, m, props ? props : &def, out);
 }
 
