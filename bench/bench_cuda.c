@@ -356,7 +356,9 @@ static double reloc_once(gpu *g, uint64_t size)
     relo_handle h = {0}, grow = {0};
     double secs = -1;
     if (relo_backend_cuda_create(g->ctx, g->dev, NULL, &b) != RELO_OK) return -1;
-    if (relo_device_create(NULL, b, &d) != RELO_OK) {
+    /* The seed policy: the scenario is its outdated page after growth. */
+    const relo_device_desc seed = {.policy = RELO_POLICY_SEED};
+    if (relo_device_create(&seed, b, &d) != RELO_OK) {
         relo_backend_destroy(b);
         return -1;
     }

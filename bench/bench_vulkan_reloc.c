@@ -131,7 +131,9 @@ static double reloc_once(env *e, uint64_t size, const unsigned char *fill)
     relo_handle h = {0}, grow = {0};
     double t = -1;
     if (!b) return -1;
-    if (relo_device_create(NULL, b, &d) != RELO_OK) {
+    /* The seed policy: the scenario is its outdated page after growth. */
+    const relo_device_desc seed = {.policy = RELO_POLICY_SEED};
+    if (relo_device_create(&seed, b, &d) != RELO_OK) {
         relo_backend_destroy(b);
         return -1;
     }
