@@ -448,7 +448,10 @@ static int run_policy(cl_context ctx, cl_device_id dev, cl_program prog, relo_po
             res->relocations++;
             res->bytes_moved += c->bytes_moved;
             res->pages_released += c->pages_released;
-            printf("    %-6d %-4d %-8.7s %9.2f %11.2f %13.2f %10.2f %11llu %+14.2f\n", i, c->step, c->what + 5,
+            /* The call's name: its expression without "relo_" and the arguments. */
+            int name_len = (int)strcspn(c->what + 5, "(");
+            printf("    %-6d %-4d %-8.*s %9.2f %11.2f %13.2f %10.2f %11llu %+14.2f\n", i, c->step, name_len,
+                   c->what + 5,
                    ms, c->own_idle_ms,
                    c->other_idle_ms, (double)c->bytes_moved / (double)MIB, (unsigned long long)c->pages_released,
                    (double)c->reserved_delta / (double)MIB);
