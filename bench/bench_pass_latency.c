@@ -309,7 +309,9 @@ static void run_scenario(bool same_stream, long free_ns, int rounds, scenario_re
     relo_backend *backend = NULL;
     relo_device *dev = NULL;
     must(slow_backend_create(&ctx, free_ns, &backend), "backend");
-    must(relo_device_create(NULL, backend, &dev), "device");
+    /* The seed policy: the scenario is its outdated page after growth. */
+    const relo_device_desc seed = {.policy = RELO_POLICY_SEED};
+    must(relo_device_create(&seed, backend, &dev), "device");
     relo_stream *other = NULL;
     must(relo_stream_create(dev, NULL, &other), "stream");
     relo_handle others[OTHER_HANDLES];
