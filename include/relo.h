@@ -218,8 +218,10 @@ typedef struct relo_device_desc {
  * does a page a graph guards. When the device refuses a page, every empty
  * page goes back before the request is called out of memory.
  *
- * The dynamic pools (RELO_MODE_AUTO) and the tiny pool follow the threshold;
- * persistent and dedicated memory keep their modes' rules.
+ * The pools of RELO_MODE_AUTO that carve pages into slices follow the
+ * threshold (the dense policy's, the seed policy's small pool and arena);
+ * the EXCLUSIVE layout's buckets and the pool of size-0 reservations keep
+ * their own reuse rule, persistent and dedicated memory their modes'.
  *
  * Values: any byte count, or one of the two below. 1 keeps no empty page
  * beyond the live bytes. relo_device_desc_get reports the value in force

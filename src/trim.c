@@ -42,8 +42,10 @@ static void trim_pool(relo_pool *pool, void *user)
 {
     trim_walk *w = user;
     relo_device *d = pool->stream->device;
-    /* Persistent and dedicated memory keep their modes' rules. */
-    if (pool->kind == RELO_POOL_PERSISTENT || pool->kind == RELO_POOL_DEDICATED) return;
+    /* Only pages carved into slices: exclusive pools (the tiny pool, the
+     * EXCLUSIVE layout's buckets) keep their own reuse rule, persistent and
+     * dedicated memory their modes'. */
+    if (pool->kind != RELO_POOL_SLICED) return;
     for (uint32_t i = pool->page_count; i-- > 0 && pool->bytes_empty && over(d, w->keep);) {
         relo_page *p = pool->pages[i];
         if (p->occupied || p->guards || p->pending || p->fenced || p->transfers) continue;

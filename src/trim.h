@@ -27,7 +27,7 @@ uint64_t relo__trim_live(const relo_device *device);
 uint64_t relo__trim_threshold(const relo_device *device);
 
 /**
- * Gives back empty pages of the dynamic and tiny pools of one stream (only
+ * Gives back empty pages of the sliced pools of one stream (only
  * non-NULL) or of every stream while the device holds more than
  * live + keep bytes. Pages that are guarded, fenced, queued to go back,
  * or in a transfer stay. Returns the bytes given back. Does nothing while
