@@ -57,16 +57,16 @@ static void row_bytes(FILE *f, const char *label, uint64_t v)
 }
 
 /* Memory over time of one recorded replay: the rows both the reported
- * replay and the one at the fit capacity get. */
-static void text_over_time(FILE *f, const char *prefix, const replay_result *r)
+ * replay and the one at the fit capacity get, labels indented by indent. */
+static void text_over_time(FILE *f, const char *indent, const replay_result *r)
 {
     char label[48], res[32], live[32];
-    snprintf(label, sizeof label, "%stime-avg reserved / live", prefix);
+    snprintf(label, sizeof label, "%stime-avg reserved / live", indent);
     fprintf(f, "  %-26s %20.3f\n", label, time_avg_ratio(r));
-    snprintf(label, sizeof label, "%send reserved / live", prefix);
+    snprintf(label, sizeof label, "%send reserved / live", indent);
     fprintf(f, "  %-26s %20s  (%s / %s)\n", label, "", units_format_bytes(r->end_reserved, res, sizeof res),
             units_format_bytes(r->end_live, live, sizeof live));
-    snprintf(label, sizeof label, "%sbytes moved / allocated", prefix);
+    snprintf(label, sizeof label, "%sbytes moved / allocated", indent);
     fprintf(f, "  %-26s %19.3f%%\n", label, 100.0 * moved_ratio(r));
 }
 
@@ -131,9 +131,10 @@ void report_text(FILE *f, const report *rep)
         if (fr->status != RELO_OK) {
             fprintf(f, "  %-26s FAILED at event %" PRIu64 ": %s\n", "at fit", fr->failed_event + 1, fr->error);
         } else {
-            row_bytes(f, "at fit: peak reserved", fr->peak_reserved);
-            text_over_time(f, "at fit: ", fr);
-            fprintf(f, "  %-26s %20.2f / %.2f\n", "at fit: allocs / frees /1k", per_1k_events(fr->stats.backend_allocs, fr),
+            fprintf(f, "  %s\n", "at the fit capacity");
+            row_bytes(f, "  peak reserved", fr->peak_reserved);
+            text_over_time(f, "  ", fr);
+            fprintf(f, "  %-26s %20.2f / %.2f\n", "  allocs / frees per 1,000", per_1k_events(fr->stats.backend_allocs, fr),
                     per_1k_events(fr->stats.backend_frees, fr));
         }
     }
