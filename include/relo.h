@@ -223,18 +223,29 @@ typedef struct relo_device_desc {
  * the EXCLUSIVE layout's buckets and the pool of size-0 reservations keep
  * their own reuse rule, persistent and dedicated memory their modes'.
  *
+ * With a threshold set, the dense policy's packing before a new page also
+ * keeps the pages it empties within the threshold, for the reservations
+ * that follow, instead of giving them back at once.
+ *
  * Values: any byte count, or one of the two below. 1 keeps no empty page
  * beyond the live bytes. relo_device_desc_get reports the value in force
- * (the default as RELO_RELEASE_THRESHOLD_PROPORTIONAL).
+ * (the default as RELO_RELEASE_THRESHOLD_NEVER). docs/policy.md has what
+ * each costs in backend calls and saves in memory over time, and why the
+ * default is NEVER: the proportional threshold holds 1.03-1.07x the live
+ * bytes over time on most traces but makes two of them fail at capacities
+ * above the smallest one they fit.
  */
 /** Keep at most 1/16 of the bytes live (at least one allocation granule of
- *  the backend) cached beyond them: the threshold follows the workload. */
+ *  the backend per dynamic pool of each stream) cached beyond them: the
+ *  threshold follows the workload. */
 #define RELO_RELEASE_THRESHOLD_PROPORTIONAL (UINT64_MAX - 1)
-/** Keep every empty page until relo_trim, relo_reclaim or a refused page
- *  asks for it (a caching allocator's behaviour). */
+/** No threshold: an empty page goes back only when relo_trim,
+ *  relo_reclaim or a refused page asks for it, or when the dense policy's
+ *  packing emptied it to give it back (the behaviour before the threshold
+ *  existed). */
 #define RELO_RELEASE_THRESHOLD_NEVER UINT64_MAX
 /** What 0 in relo_device_desc.release_threshold stands for. */
-#define RELO_RELEASE_THRESHOLD_DEFAULT RELO_RELEASE_THRESHOLD_PROPORTIONAL
+#define RELO_RELEASE_THRESHOLD_DEFAULT RELO_RELEASE_THRESHOLD_NEVER
 
 /**
  * Creates a device over a backend.

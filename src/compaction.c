@@ -131,10 +131,14 @@ static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64
 uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uint64_t want, bool repaginate,
                                    relo_reason reason)
 {
-    /* Packing for a new page keeps what it empties cached within the
-     * release threshold (trim.h): the next reservations take it without a
-     * new buffer. A refused page or a reclaim gives every empty page back. */
-    uint64_t keep = reason == RELO_REASON_COMPACT ? relo__trim_threshold(d) : 0;
+    /* Packing for a new page keeps what it empties cached within a release
+     * threshold the runtime set (trim.h): the next reservations take it
+     * without a new buffer. Without one (NEVER, the default), packing gives
+     * back what it emptied, as it always did; a refused page or a reclaim
+     * gives every empty page back. */
+    uint64_t keep = reason == RELO_REASON_COMPACT && d->desc.release_threshold != RELO_RELEASE_THRESHOLD_NEVER
+                        ? relo__trim_threshold(d)
+                        : 0;
     uint64_t released = 0, kept = 0;
     release_dense_empty(d, only, keep, &released);
     for (int i = 0; i < MAX_PASSES && released + kept < want; i++) {

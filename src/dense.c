@@ -46,10 +46,8 @@ relo_pool *relo__dense_pool_for(struct relo_stream *s, uint64_t padded)
     return &s->dense[1];
 }
 
-/* Bytes live and held in the dense pools of every stream, leaving out the
- * empty pages the release threshold keeps cached (they are room ready for
- * use, not scattered room); summed only on the slow path, when a pool
- * needs a page. */
+/* Bytes live and held in the dense pools of every stream; summed only on
+ * the slow path, when a pool needs a page. */
 static void dense_totals(const relo_device *d, uint64_t *live, uint64_t *reserved)
 {
     *live = *reserved = 0;
@@ -57,7 +55,7 @@ static void dense_totals(const relo_device *d, uint64_t *live, uint64_t *reserve
         for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
             const relo_pool *p = &d->streams[i]->dense[k];
             *live += p->bytes_in_use + p->bytes_padding;
-            *reserved += p->bytes_reserved - p->bytes_empty;
+            *reserved += p->bytes_reserved;
         }
     }
 }

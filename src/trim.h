@@ -15,7 +15,7 @@
 
 #include "device.h"
 
-#define RELO_TRIM_LIVE_DIVISOR 16u /* the proportional threshold: live / 16, ... */
+#define RELO_TRIM_LIVE_DIVISOR 16u /* RELO_RELEASE_THRESHOLD_PROPORTIONAL: live / 16, ... */
 #define RELO_TRIM_POOLS 2u          /* ... at least a granule per dynamic pool (dense: fine, large;
                                        seed: small, arena) of each stream */
 
