@@ -45,8 +45,8 @@ void options_usage(FILE *f)
         "                             charges; default 2M (CUDA's), 1 = plain bytes\n"
         "  --release-threshold BYTES|proportional|never\n"
         "                             relo_device_desc.release_threshold: empty pages\n"
-        "                             kept beyond the live bytes (default proportional:\n"
-        "                             1/16 of them; never: keep every one)\n"
+        "                             kept beyond the live bytes (default never: no\n"
+        "                             threshold; proportional: 1/16 of them)\n"
         "  --layout adaptive|exclusive\n",
         f);
     fputs(
