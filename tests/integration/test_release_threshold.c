@@ -206,6 +206,51 @@ CHECK_TEST(refused_page_takes_back_cached_pages)
     }
 }
 
+/* Dense packing before a new page: without a threshold it gives back the
+ * pages it empties; with one, it keeps them (within it) for what comes
+ * next, and the bytes it moved are intact. Returns the backend frees the
+ * packing cost, or UINT64_MAX when the scene did not pack. */
+static uint64_t packing_frees(uint64_t threshold)
+{
+    relo_device_desc dd;
+    memset(&dd, 0, sizeof dd);
+    dd.policy = RELO_POLICY_DENSE;
+    dd.release_threshold = threshold;
+    fx f;
+    if (fx_open(&f, NULL, &dd) != RELO_OK) return UINT64_MAX;
+    enum { N = 256 };
+    relo_handle h[N];
+    for (int i = 0; i < N; i++) {
+        h[i] = fx_reserve(f.s, 16 * KiB);
+        expect_ok(fx_write_pattern(f.dev, h[i], (uint64_t)i + 1, 16 * KiB));
+    }
+    /* Every page keeps one allocation in four: sparse, and worth packing. */
+    for (int i = 0; i < N; i++)
+        if (i % 4) expect_ok(relo_release(f.dev, h[i]));
+    relo_host_counts before = fx_counts(&f);
+    uint64_t moved = fx_dev_stats(f.dev).bytes_moved;
+    relo_handle big = fx_reserve(f.s, 512 * KiB); /* fits no free slice: a new page, packing first */
+    uint64_t frees = fx_counts(&f).frees - before.frees;
+    if (fx_dev_stats(f.dev).bytes_moved == moved) frees = UINT64_MAX;
+    for (int i = 0; i < N; i += 4) {
+        expect_true(fx_check_pattern(f.dev, h[i], (uint64_t)i + 1, 16 * KiB));
+        expect_ok(relo_release(f.dev, h[i]));
+    }
+    expect_ok(relo_device_check(f.dev));
+    if (big.id) expect_ok(relo_release(f.dev, big));
+    fx_close(&f);
+    return frees;
+}
+
+CHECK_TEST(packing_keeps_what_it_empties_within_the_threshold)
+{
+    uint64_t without = packing_frees(RELO_RELEASE_THRESHOLD_NEVER);
+    uint64_t with = packing_frees(256 * MiB);
+    require_true(without != UINT64_MAX && with != UINT64_MAX); /* both packed */
+    expect_gt(without, 0);
+    expect_eq(with, 0);
+}
+
 CHECK_TEST(default_threshold_is_reported)
 {
     fx f;
