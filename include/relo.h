@@ -474,9 +474,10 @@ RELO_API relo_status relo_reclaim(relo_stream *stream);
 RELO_API relo_status relo_reclaim_device(relo_device *device);
 
 /**
- * Gives empty pages of every stream back to the backend until the pages
- * held exceed the bytes live by at most keep bytes, or no empty page that
- * may go is left (pages a graph guards stay), then flushes the backend.
+ * Gives empty pages of every stream (of the pools that follow the release
+ * threshold, above) back to the backend until the pages held exceed the
+ * bytes live by at most keep bytes, or no empty page that may go is left
+ * (pages a graph guards stay), then flushes the backend.
  * keep = 0 gives back every empty page; relo_device_desc_get's
  * release_threshold is the device's own rule, which relo_reserve applies by
  * itself. Nothing moves: bindings and pins stay valid (unlike
