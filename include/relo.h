@@ -199,7 +199,7 @@ typedef enum relo_page_free {
                                     bytes as given back at once; a page the backend then
                                     refuses waits for the queued frees and is tried
                                     once more. The backend's free may then overlap any
-                                    other operation but free itself */
+                                    operation, another free included */
     RELO_PAGE_FREE_COUNT
 } relo_page_free;
 
@@ -214,8 +214,52 @@ typedef struct relo_device_desc {
     uint64_t pass_max_ns;        /**< time one pass may spend planning; 0 = no bound */
     relo_log_fn log;             /**< log sink; NULL = silent */
     void *log_user;              /**< passed to log */
+    uint64_t release_threshold;  /**< bytes of empty pages kept cached beyond the live bytes
+                                      (see below); 0 = RELO_RELEASE_THRESHOLD_DEFAULT */
     relo_page_free page_free;    /**< default RELO_PAGE_FREE_INLINE */
 } relo_device_desc;
+
+/*
+ * The release threshold. Pages that no allocation uses any more stay with
+ * their pool, cached: a later relo_reserve takes its room from them without
+ * asking the backend for a new buffer. How much stays is the threshold:
+ * whenever the pages held exceed the bytes live (requested sizes) by more
+ * than the threshold, relo gives empty pages back to the backend until they
+ * do not, or until no empty page is left. It does so at the end of every
+ * relo_reserve and in relo_trim; never in relo_release, which never touches
+ * the device. A page that holds any allocation never goes back this way
+ * (relo_reclaim packs; the threshold only drops what is empty), and neither
+ * does a page a graph guards. When the device refuses a page, every empty
+ * page goes back before the request is called out of memory.
+ *
+ * The pools of RELO_MODE_AUTO that carve pages into slices follow the
+ * threshold (the dense policy's, the seed policy's small pool and arena);
+ * the EXCLUSIVE layout's buckets and the pool of size-0 reservations keep
+ * their own reuse rule, persistent and dedicated memory their modes'.
+ *
+ * With a threshold set, the dense policy's packing before a new page also
+ * keeps the pages it empties within the threshold, for the reservations
+ * that follow, instead of giving them back at once.
+ *
+ * Values: any byte count, or one of the two below. 1 keeps no empty page
+ * beyond the live bytes. relo_device_desc_get reports the value in force
+ * (the default as RELO_RELEASE_THRESHOLD_NEVER). docs/policy.md has what
+ * each costs in backend calls and saves in memory over time, and why the
+ * default is NEVER: the proportional threshold holds 1.03-1.07x the live
+ * bytes over time on most traces but makes two of them fail at capacities
+ * above the smallest one they fit.
+ */
+/** Keep at most 1/16 of the bytes live (at least one allocation granule of
+ *  the backend per dynamic pool of each stream) cached beyond them: the
+ *  threshold follows the workload. */
+#define RELO_RELEASE_THRESHOLD_PROPORTIONAL (UINT64_MAX - 1)
+/** No threshold: an empty page goes back only when relo_trim,
+ *  relo_reclaim or a refused page asks for it, or when the dense policy's
+ *  packing emptied it to give it back (the behaviour before the threshold
+ *  existed). */
+#define RELO_RELEASE_THRESHOLD_NEVER UINT64_MAX
+/** What 0 in relo_device_desc.release_threshold stands for. */
+#define RELO_RELEASE_THRESHOLD_DEFAULT RELO_RELEASE_THRESHOLD_NEVER
 
 /**
  * Creates a device over a backend.
@@ -448,6 +492,26 @@ RELO_API relo_status relo_reclaim(relo_stream *stream);
 /** As relo_reclaim, for every stream of the device (what a capture's
  *  prepare runs). Same statuses. */
 RELO_API relo_status relo_reclaim_device(relo_device *device);
+
+/**
+ * Gives empty pages of every stream (of the pools that follow the release
+ * threshold, above) back to the backend until the pages held exceed the
+ * bytes live by at most keep bytes, or no empty page that may go is left
+ * (pages a graph guards stay), then flushes the backend.
+ * keep = 0 gives back every empty page; relo_device_desc_get's
+ * release_threshold is the device's own rule, which relo_reserve applies by
+ * itself. Nothing moves: bindings and pins stay valid (unlike
+ * relo_reclaim, which packs live allocations first), so it is safe at any
+ * synchronization point of the runtime, and cheap when nothing is empty.
+ * RELO_RELEASE_THRESHOLD_PROPORTIONAL as keep means the proportional rule.
+ *
+ * released  may be NULL; receives the bytes given back.
+ *
+ * Returns RELO_OK, RELO_ERR_RECORDING (a stream records: nothing is given
+ * back, since the recording may still touch the room), RELO_ERR_INVALID_ARGUMENT
+ * (NULL device). Thread-safe.
+ */
+RELO_API relo_status relo_trim(relo_device *device, uint64_t keep, uint64_t *released);
 
 /* ------------------------------------------------------------------------ */
 /* Relocation passes the runtime drives                                     */

@@ -13,7 +13,8 @@
  *     for the pages a pass emptied, once the pass has closed: it may overlap
  *     an alloc, and whatever capacity accounting the two share needs a lock.
  *   - With RELO_PAGE_FREE_THREAD, free comes from the device's own thread,
- *     without the lock, and may overlap any operation but another free.
+ *     without the lock, and may overlap any operation, another free
+ *     included (the lock-held frees of other pages go on meanwhile).
  *   - read and write come without the lock, from any thread, possibly
  *     several at once, each on a buffer no free or copy target overlaps
  *     (relo keeps the page alive and out of relocation meanwhile).

@@ -11,6 +11,7 @@
 #include "dense.h"
 #include "hostmem.h"
 #include "relocation.h"
+#include "trim.h"
 
 #define MAX_PASSES 64
 
@@ -100,7 +101,10 @@ uint64_t relo__compact(relo_device *d, relo_pool *pool, uint64_t want, bool repa
     return moved ? emptied : 0;
 }
 
-static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64_t *released)
+/* Gives back the empty pages of the dense pools of one stream (only) or of
+ * every stream while the device holds more than live + keep bytes (keep 0:
+ * every one); adds the bytes given back to *released. */
+static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64_t keep, uint64_t *released)
 {
     uint32_t first, end;
     relo__device_scope(d, only, &first, &end);
@@ -108,7 +112,17 @@ static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64
         for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
             relo_pool *pool = &d->streams[s]->dense[k];
             uint64_t before = pool->bytes_reserved;
-            relo__pool_release_empty(pool);
+            if (keep == 0) {
+                relo__pool_release_empty(pool);
+            } else {
+                for (uint32_t i = pool->page_count; i-- > 0 && pool->bytes_empty;) {
+                    relo_page *p = pool->pages[i];
+                    uint64_t live = relo__trim_live(d);
+                    if (d->bytes_reserved <= live || d->bytes_reserved - live <= keep) break;
+                    if (p->occupied || p->guards || p->pending || p->fenced || p->transfers) continue;
+                    relo__pool_page_release(pool, p);
+                }
+            }
             *released += before - pool->bytes_reserved;
         }
     }
@@ -117,18 +131,29 @@ static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64
 uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uint64_t want, bool repaginate,
                                    relo_reason reason)
 {
-    uint64_t released = 0;
-    release_dense_empty(d, only, &released);
-    for (int i = 0; i < MAX_PASSES && released < want; i++) {
+    /* Packing for a new page keeps what it empties cached within a release
+     * threshold the runtime set (trim.h): the next reservations take it
+     * without a new buffer. Without one (NEVER, the default), packing gives
+     * back what it emptied, as it always did; a refused page or a reclaim
+     * gives every empty page back. */
+    uint64_t keep = reason == RELO_REASON_COMPACT && d->desc.release_threshold != RELO_RELEASE_THRESHOLD_NEVER
+                        ? relo__trim_threshold(d)
+                        : 0;
+    uint64_t released = 0, kept = 0;
+    release_dense_empty(d, only, keep, &released);
+    for (int i = 0; i < MAX_PASSES && released + kept < want; i++) {
         relo__pass_settle(d);
         if (!relo__relocation_allowed(d) || d->desc.policy != RELO_POLICY_DENSE) break;
         relo_pass pass;
         relo__pass_begin(&pass, d, reason);
-        relo__compact_plan(&pass, only, want - released, repaginate);
+        uint64_t planned = relo__compact_plan(&pass, only, want - released - kept, repaginate);
         if (!relo__pass_finish(&pass)) break;
-        release_dense_empty(d, only, &released);
+        uint64_t before = released;
+        release_dense_empty(d, only, keep, &released);
+        /* What a pass emptied and the threshold kept counts as room made. */
+        if (keep) kept += relo__sub_sat(planned, released - before);
     }
-    return released;
+    return released + kept;
 }
 
 /* One window of a page: the slices from first up to end cover at least

@@ -54,6 +54,7 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
     d0.capacity = d->capacity;
     if (d0.policy == RELO_POLICY_DEFAULT) d0.policy = RELO_POLICY_DENSE;
     if (d0.policy == RELO_POLICY_DENSE && d0.pass_max_bytes == 0) d0.pass_max_bytes = RELO_DENSE_PASS_MAX_BYTES;
+    if (d0.release_threshold == 0) d0.release_threshold = RELO_RELEASE_THRESHOLD_DEFAULT;
     d->desc = d0;
     *out = d;
     return RELO_OK;
@@ -77,7 +78,7 @@ relo_status relo_device_destroy(relo_device *device)
         relo__device_unlock(device);
         return RELO_ERR_BUSY;
     }
-    relo__releaser_drain(&device->releaser); /* so no two frees overlap below */
+    relo__releaser_drain(&device->releaser); /* every queued free done before the backend goes */
     for (uint32_t i = 0; i < device->stream_count; i++) {
         relo_stream *s = device->streams[i];
         relo__stream_free_pages(s);

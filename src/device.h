@@ -46,6 +46,8 @@ struct relo_device {
     relo_page *pending;             /* empty pages to give back at the next cleanup */
 
     uint64_t bytes_reserved;        /* every page held, every stream */
+    uint64_t bytes_empty;           /* of which pages with no allocation (trim.h) */
+    uint64_t trim_stuck;            /* empty bytes the last automatic trim could not give back */
     uint64_t peak_bytes_reserved;
     uint64_t peak_bytes_in_use;     /* highest bytes_allocated_total - bytes_freed_total */
     relo_counters counters;         /* device totals, outliving streams */

@@ -35,6 +35,20 @@ void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name,
     pool->slot = -1;
 }
 
+/* A page's emptiness changed: its bytes join (or leave) the pool's and the
+ * device's empty bytes, which the release threshold weighs (trim.h). */
+static void add_empty(relo_pool *pool, const relo_page *page, bool now_empty)
+{
+    relo_device *d = pool->stream->device;
+    if (now_empty) {
+        pool->bytes_empty += page->size;
+        d->bytes_empty += page->size;
+    } else {
+        pool->bytes_empty -= page->size;
+        d->bytes_empty -= page->size;
+    }
+}
+
 static void add_reserved(relo_pool *pool, uint64_t size)
 {
     struct relo_stream *s = pool->stream;
@@ -93,6 +107,7 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
     if (pool->kind == RELO_POOL_SLICED) relo__pool_tree_insert(pool, whole);
 
     add_reserved(pool, size);
+    add_empty(pool, page, true);
     s->counters.backend_allocs++;
     d->counters.backend_allocs++;
     *out = page;
@@ -122,6 +137,7 @@ void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *
     }
     out->buffer = page->buffer;
     out->size = page->size;
+    add_empty(pool, page, false);
 
     uint32_t i = page->index;
     pool->pages[i] = pool->pages[--pool->page_count];
@@ -168,6 +184,7 @@ void relo__pool_destroy(relo_pool *pool)
         if (p->guards) pool->guarded_pages--;
         p->guards = 0;
         p->fenced = false;
+        if (p->occupied) add_empty(pool, p, true);
         p->occupied = 0;
         p->occupied_bytes = 0;
         if (p->pending) {
@@ -194,6 +211,7 @@ void relo__pool_slice_take(relo_pool *pool, relo_slice *slice, uint64_t size, ui
     slice->size = size;
     slice->slot = slot;
     slice->leak_on_free = false;
+    if (page->occupied == 0) add_empty(pool, page, false);
     page->occupied++;
     page->occupied_bytes += slice->length;
     if (page->on_free_list) relo__pool_free_page_remove(pool, page);
@@ -274,6 +292,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
     slice->slot = 0;
     page->occupied--;
     page->occupied_bytes -= slice->length;
+    if (page->occupied == 0) add_empty(pool, page, true);
 
     switch (pool->kind) {
     case RELO_POOL_SLICED:
@@ -380,13 +399,14 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
         *why = msg;                                                            \
         return false;                                                          \
     } while (0)
-    uint64_t allocations = 0, in_use = 0, padding = 0, reserved = 0, guarded = 0, free_slices = 0;
+    uint64_t allocations = 0, in_use = 0, padding = 0, reserved = 0, empty = 0, guarded = 0, free_slices = 0;
     relo_device *d = pool->stream->device;
     for (uint32_t i = 0; i < pool->page_count; i++) {
         const relo_page *p = pool->pages[i];
         if (p->index != i) FAIL("page index does not match its position");
         if (p->pool != pool) FAIL("page names another pool");
         reserved += p->size;
+        if (p->occupied == 0) empty += p->size;
         if (p->guards) guarded++;
         uint64_t end = 0, occupied = 0, occupied_bytes = 0, pins = 0;
         const relo_slice *prev = NULL;
@@ -439,6 +459,7 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
         padding != pool->bytes_padding)
         FAIL("pool allocation accounting is wrong");
     if (reserved != pool->bytes_reserved) FAIL("pool reserved bytes differ from its pages");
+    if (empty != pool->bytes_empty) FAIL("pool empty bytes differ from its empty pages");
     if (guarded != pool->guarded_pages) FAIL("pool guarded page count is wrong");
     if (pool->kind == RELO_POOL_SLICED) {
         uint64_t in_tree = 0;

@@ -60,6 +60,7 @@ typedef struct relo_pool {
     uint64_t bytes_in_use;      /* their requested sizes */
     uint64_t bytes_padding;     /* their padding */
     uint64_t bytes_reserved;    /* sum of page sizes */
+    uint64_t bytes_empty;       /* sizes of the pages with no allocation: what a trim may give back */
     uint64_t guarded_pages;
 } relo_pool;
 

@@ -17,6 +17,7 @@
 #include "persistent_pool.h"
 #include "relocation.h"
 #include "sliced_pool.h"
+#include "trim.h"
 
 #define EXCLUSIVE_MIN_BUCKET (32 * RELO_KiB)
 
@@ -175,6 +176,7 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
             relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE);
         }
         relo__device_cleanup_explicit(d, s);
+        relo__trim(d, NULL, 0); /* every stream's cached pages count against the device */
         st = route(s, size, slot, &slice);
         /* Still refused, with free room scattered over the pages: clear
          * one hole of the request's size and take it. */
@@ -200,6 +202,8 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     relo__handle_publish(&d->handles, slot);
     relo__stats_allocated(s, size);
     *out = relo__handle_of(&d->handles, slot);
+    /* After the request is served, so that it could take a cached page. */
+    relo__trim_auto(d);
     return RELO_OK;
 }
 

@@ -72,10 +72,16 @@ bool baseline_replay(baseline_kind k, const trace *t, uint64_t capacity, size_t 
             if (step != BASELINE_STEP_OK) break;
             live -= e->size <= live ? e->size : live;
         }
-        if (samples_max) sampler_add(&out->samples, i, live, ops->reserved(m), 0);
+        uint64_t held = ops->reserved(m);
+        out->live_event_sum += (double)live;
+        out->reserved_event_sum += (double)held;
+        if (samples_max) sampler_add(&out->samples, i, live, held, 0);
     }
     out->events_done = i;
     out->peak_reserved = ops->peak_reserved(m);
+    out->end_live = live;
+    out->end_reserved = ops->reserved(m);
+    ops->device_calls(m, &out->device_allocs, &out->device_frees);
     if (samples_max) sampler_finish(&out->samples);
     ops->destroy(m);
     if (step == BASELINE_STEP_OK) {

@@ -48,6 +48,12 @@ typedef struct baseline_run {
     uint64_t events_done;
     uint64_t peak_live;
     uint64_t peak_reserved;
+    uint64_t device_allocs;     /**< buffers (expandable: pages) the model took from the device */
+    uint64_t device_frees;      /**< ... and gave back */
+    double live_event_sum;      /**< live bytes summed over events (memory-time product) */
+    double reserved_event_sum;  /**< reserved bytes summed over events */
+    uint64_t end_live;          /**< live bytes after the last event done */
+    uint64_t end_reserved;      /**< reserved bytes after it */
     sampler samples;            /**< live and reserved; empty unless asked for */
 } baseline_run;
 

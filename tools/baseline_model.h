@@ -39,6 +39,8 @@ typedef struct baseline_model_ops {
     uint64_t (*reserved)(const void *model);
     /** The most bytes it held at once so far. */
     uint64_t (*peak_reserved)(const void *model);
+    /** Device calls so far: buffers (or pages) it took and gave back. */
+    void (*device_calls)(const void *model, uint64_t *allocs, uint64_t *frees);
     /** Frees the model; NULL is a no-op. */
     void (*destroy)(void *model);
 } baseline_model_ops;

@@ -12,6 +12,12 @@ static double ratio(uint64_t a, uint64_t b)
     return b ? (double)a / (double)b : 0.0;
 }
 
+/* Device calls per 1,000 events done. */
+static double per_1k(uint64_t calls, const baseline_run *r)
+{
+    return r->events_done ? 1000.0 * (double)calls / (double)r->events_done : 0.0;
+}
+
 /* One row; the ratio of a replay that stopped early is not shown, since its
  * live bytes never reached the trace's peak. */
 static void row(FILE *f, const trace *t, const char *name, bool ok, uint64_t peak_live, uint64_t peak_reserved,
@@ -45,6 +51,16 @@ void baseline_report_text(FILE *f, const trace *t, const baseline_relo_row *relo
         row(f, t, baseline_kind_name(b[i].kind), r->status == BASELINE_COMPLETED, r->peak_live, r->peak_reserved, b[i].fitted, b[i].fit.found,
             b[i].fit.capacity, note);
     }
+    /* What relo's own rows say of itself (backend calls, memory over
+     * time), for each baseline. */
+    for (int i = 0; i < count; i++) {
+        const baseline_run *r = &b[i].run;
+        fprintf(f, "    %-20s device allocs / frees per 1,000 events %.2f / %.2f", baseline_kind_name(b[i].kind),
+                per_1k(r->device_allocs, r), per_1k(r->device_frees, r));
+        if (r->live_event_sum > 0)
+            fprintf(f, ", time-avg reserved / live %.3f", r->reserved_event_sum / r->live_event_sum);
+        fputc('\n', f);
+    }
 }
 
 static void json_fit(FILE *f, const trace *t, const baseline_measure *m)
@@ -77,6 +93,13 @@ void baseline_report_json(FILE *f, const trace *t, const baseline_measure *b, in
         fprintf(f, ",\"events_done\":%" PRIu64 ",\"peak_live_bytes\":%" PRIu64 ",\"peak_reserved_bytes\":%" PRIu64
                    ",\"reserved_ratio\":%.6f",
                 r->events_done, r->peak_live, r->peak_reserved, ratio(r->peak_reserved, r->peak_live));
+        fprintf(f, ",\"device_allocs\":%" PRIu64 ",\"device_frees\":%" PRIu64
+                   ",\"device_allocs_per_1k_events\":%.3f,\"device_frees_per_1k_events\":%.3f"
+                   ",\"time_avg_reserved_ratio\":",
+                r->device_allocs, r->device_frees, per_1k(r->device_allocs, r), per_1k(r->device_frees, r));
+        if (r->live_event_sum > 0) fprintf(f, "%.6f", r->reserved_event_sum / r->live_event_sum);
+        else fputs("null", f);
+        fprintf(f, ",\"end_live_bytes\":%" PRIu64 ",\"end_reserved_bytes\":%" PRIu64, r->end_live, r->end_reserved);
         json_fit(f, t, &b[i]);
         fputs(",\"samples\":[", f);
         for (size_t k = 0; k < r->samples.count; k++) {

@@ -43,6 +43,10 @@ void options_usage(FILE *f)
         "  --granule BYTES            sim, host: each buffer takes its size rounded up\n"
         "                             to this from the capacity, as a GPU driver\n"
         "                             charges; default 2M (CUDA's), 1 = plain bytes\n"
+        "  --release-threshold BYTES|proportional|never\n"
+        "                             relo_device_desc.release_threshold: empty pages\n"
+        "                             kept beyond the live bytes (default never: no\n"
+        "                             threshold; proportional: 1/16 of them)\n"
         "  --layout adaptive|exclusive\n",
         f);
     fputs(
@@ -165,7 +169,7 @@ options_result options_parse(int argc, char **argv, options *o)
         if (eq) value = eq + 1;
         static const char *const with_value[] = {"--backend", "--capacity", "--layout", "--policy",
                                                  "--format", "--svg", "--baseline", "--html", "--max-events",
-                                                 "--granule", "--sweep"};
+                                                 "--granule", "--sweep", "--release-threshold"};
         bool wants = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             if (strcmp(name, with_value[k]) == 0) wants = true;
@@ -203,6 +207,16 @@ options_result options_parse(int argc, char **argv, options *o)
             if (!units_parse_bytes(value, &o->granule) || o->granule == 0) {
                 fprintf(stderr, "relo-replay: invalid value '%s' for --granule (expected a size above 0,\n"
                                 "  such as 2M or 64K; 1 charges plain bytes)\n", value);
+                return OPTIONS_EXIT_USAGE;
+            }
+        } else if (strcmp(name, "--release-threshold") == 0) {
+            if (strcmp(value, "proportional") == 0) {
+                o->release_threshold = RELO_RELEASE_THRESHOLD_PROPORTIONAL;
+            } else if (strcmp(value, "never") == 0) {
+                o->release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+            } else if (!units_parse_bytes(value, &o->release_threshold) || o->release_threshold == 0) {
+                fprintf(stderr, "relo-replay: invalid value '%s' for --release-threshold (expected proportional,\n"
+                                "  never, or a byte count above 0 such as 64M; 1 keeps no empty page)\n", value);
                 return OPTIONS_EXIT_USAGE;
             }
         } else if (strcmp(name, "--sweep") == 0) {

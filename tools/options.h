@@ -28,6 +28,7 @@ typedef struct options {
     relo_layout layout;
     relo_relocation relocation;
     relo_policy policy;
+    uint64_t release_threshold; /**< --release-threshold: relo_device_desc.release_threshold; 0 = default */
     bool json;
     bool quiet;
     bool verify_full;

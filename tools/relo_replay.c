@@ -67,6 +67,7 @@ static replay_config base_config(const options *o, progress *bar)
     cfg.layout = o->layout;
     cfg.relocation = o->relocation;
     cfg.policy = o->policy;
+    cfg.release_threshold = o->release_threshold;
     cfg.granule = o->granule;
     cfg.verify_full = o->verify_full;
     cfg.progress = bar->enabled ? bar : NULL;
@@ -108,6 +109,7 @@ static bool write_html(const options *o, const trace *t, int same, const report 
     cfg.backend = o->backend;
     cfg.layout = o->layout;
     cfg.relocation = o->relocation;
+    cfg.release_threshold = o->release_threshold;
     cfg.record = true;
     html_run runs[3];
     replay_result extra[2];
@@ -226,11 +228,24 @@ static int replay_one(const options *o, const char *path, const trace *t, int sa
         if (run.progress) progress_end(run.progress);
     }
     uint64_t reported_capacity = have_main && o->fit ? 0 : capacity;
+    /* With --fit, memory over time is reported at the fit capacity too. */
+    replay_result fit_run;
+    bool have_fit_run = false;
+    if (o->fit && fit.found && fit.capacity != reported_capacity) {
+        replay_config run = cfg;
+        run.capacity = fit.capacity;
+        run.record = true;
+        run.observer = NULL;
+        run.progress = NULL;
+        replay_run(t, &run, &fit_run);
+        have_fit_run = true;
+    }
     baseline_measure baselines[BASELINE_KIND_COUNT];
     bool baseline_failed;
     int baseline_count = run_baselines(o, path, t, reported_capacity, baselines, &baseline_failed);
     report rep = {path, t, o, reported_capacity, &main_run, o->fit ? &fit : NULL, o->sweep ? &sweep : NULL,
-                  (double)(replay_now_ns() - start) / 1e9, baselines, baseline_count};
+                  (double)(replay_now_ns() - start) / 1e9, baselines, baseline_count,
+                  have_fit_run ? &fit_run : (o->fit && fit.found ? &main_run : NULL)};
     if (o->json) {
         if (!*first_json) fputs(",\n", stdout);
         report_json(stdout, &rep);
@@ -277,6 +292,7 @@ static int replay_one(const options *o, const char *path, const trace *t, int sa
     }
     if (baseline_failed && status < EXIT_REPLAY_FAILED) status = EXIT_REPLAY_FAILED;
     for (int i = 0; i < baseline_count; i++) baseline_measure_free(&baselines[i]);
+    if (have_fit_run) replay_result_free(&fit_run);
     replay_result_free(&main_run);
     return status;
 }

@@ -79,6 +79,7 @@ static bool setup(replay_state *s)
     desc.relocation = cfg->relocation;
     desc.policy = cfg->policy;
     desc.capacity = cfg->capacity;
+    desc.release_threshold = cfg->release_threshold;
     st = relo_device_create(&desc, backend, &s->device);
     if (st != RELO_OK) {
         relo_backend_destroy(backend);
@@ -218,6 +219,8 @@ static bool run_events(replay_state *s)
                 out->peak_event = i;
             }
             if (st_now.bytes_outdated > out->peak_outdated) out->peak_outdated = st_now.bytes_outdated;
+            out->live_event_sum += (double)st_now.bytes_in_use;
+            out->reserved_event_sum += (double)st_now.bytes_reserved;
             if (cfg->record)
                 sampler_add(&out->samples, i, st_now.bytes_in_use, st_now.bytes_reserved,
                             st_now.bytes_outdated);
@@ -248,6 +251,8 @@ bool replay_run(const trace *t, const replay_config *cfg, replay_result *out)
     bool ok = setup(&s) && run_events(&s);
     if (s.device) relo_device_stats(s.device, &out->stats);
     out->peak_reserved = out->stats.peak_bytes_reserved;
+    out->end_live = out->stats.bytes_in_use;
+    out->end_reserved = out->stats.bytes_reserved;
     if (!cfg->record && !replay_backend_has_bytes(cfg->backend)) out->peak_live = t->peak_live_bytes;
     if (cfg->record) sampler_finish(&out->samples);
     if (s.latencies && s.latency_count) {

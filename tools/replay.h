@@ -42,6 +42,7 @@ typedef struct replay_config {
     relo_layout layout;
     relo_relocation relocation;
     relo_policy policy;
+    uint64_t release_threshold; /**< relo_device_desc.release_threshold; 0 = relo's default */
     bool record;                /**< keep samples and latencies (off inside a fit search) */
     bool verify_full;           /**< host: check every byte, not the sparse windows */
     progress *progress;         /**< may be NULL */
@@ -57,6 +58,10 @@ typedef struct replay_result {
     uint64_t peak_reserved;     /**< stats.peak_bytes_reserved at the end */
     uint64_t peak_outdated;
     uint64_t peak_event;        /**< event of the live peak */
+    double live_event_sum;      /**< when recording: bytes in use summed over events */
+    double reserved_event_sum;  /**< ... bytes reserved summed over events (memory-time product) */
+    uint64_t end_live;          /**< bytes in use after the last event done */
+    uint64_t end_reserved;      /**< bytes reserved then, before teardown */
     relo_stats stats;           /**< device stats after the last event, before teardown */
     uint64_t call_ns;           /**< time spent inside relo_reserve / relo_release */
     uint64_t reserve_p50_ns;

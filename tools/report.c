@@ -37,10 +37,37 @@ static double ns_per_event(const report *rep)
     return rep->r->events_done ? (double)rep->r->call_ns / (double)rep->r->events_done : 0.0;
 }
 
+/* Time-averaged reserved ÷ time-averaged live: the memory-time product of
+ * the pages held over that of the allocations, both summed over events. */
+static double time_avg_ratio(const replay_result *r)
+{
+    return r->live_event_sum > 0 ? r->reserved_event_sum / r->live_event_sum : 0.0;
+}
+
+/* Bytes relocation copied ÷ bytes the trace allocated. */
+static double moved_ratio(const replay_result *r)
+{
+    return ratio(r->stats.bytes_moved, r->stats.bytes_allocated_total);
+}
+
 static void row_bytes(FILE *f, const char *label, uint64_t v)
 {
     char h[32];
     fprintf(f, "  %-26s %20" PRIu64 "  (%s)\n", label, v, units_format_bytes(v, h, sizeof h));
+}
+
+/* Memory over time of one recorded replay: the rows both the reported
+ * replay and the one at the fit capacity get, labels indented by indent. */
+static void text_over_time(FILE *f, const char *indent, const replay_result *r)
+{
+    char label[48], res[32], live[32];
+    snprintf(label, sizeof label, "%stime-avg reserved / live", indent);
+    fprintf(f, "  %-26s %20.3f\n", label, time_avg_ratio(r));
+    snprintf(label, sizeof label, "%send reserved / live", indent);
+    fprintf(f, "  %-26s %20s  (%s / %s)\n", label, "", units_format_bytes(r->end_reserved, res, sizeof res),
+            units_format_bytes(r->end_live, live, sizeof live));
+    snprintf(label, sizeof label, "%sbytes moved / allocated", indent);
+    fprintf(f, "  %-26s %19.3f%%\n", label, 100.0 * moved_ratio(r));
 }
 
 void report_text(FILE *f, const report *rep)
@@ -98,6 +125,19 @@ void report_text(FILE *f, const report *rep)
             r->stats.backend_frees);
     fprintf(f, "  %-26s %20.2f / %.2f\n", "  per 1,000 events", per_1k_events(r->stats.backend_allocs, r),
             per_1k_events(r->stats.backend_frees, r));
+    if (r->samples.points) text_over_time(f, "", r);
+    if (rep->at_fit && rep->at_fit != r) {
+        const replay_result *fr = rep->at_fit;
+        if (fr->status != RELO_OK) {
+            fprintf(f, "  %-26s FAILED at event %" PRIu64 ": %s\n", "at fit", fr->failed_event + 1, fr->error);
+        } else {
+            fprintf(f, "  %s\n", "at the fit capacity");
+            row_bytes(f, "  peak reserved", fr->peak_reserved);
+            text_over_time(f, "  ", fr);
+            fprintf(f, "  %-26s %20.2f / %.2f\n", "  allocs / frees per 1,000", per_1k_events(fr->stats.backend_allocs, fr),
+                    per_1k_events(fr->stats.backend_frees, fr));
+        }
+    }
     fprintf(f, "  %-26s %20.1f\n", "ns per event", ns_per_event(rep));
     fprintf(f, "  %-26s %20" PRIu64 " / %" PRIu64 "\n", "reserve p50 / p99 (ns)", r->reserve_p50_ns,
             r->reserve_p99_ns);
@@ -186,6 +226,25 @@ void report_json(FILE *f, const report *rep)
             s->backend_allocs, s->backend_frees, s->longest_pass_ns);
     fprintf(f, ",\"backend_allocs_per_1k_events\":%.3f,\"backend_frees_per_1k_events\":%.3f",
             per_1k_events(s->backend_allocs, r), per_1k_events(s->backend_frees, r));
+    if (r->samples.points) {
+        fprintf(f, ",\"time_avg_reserved_ratio\":%.6f", time_avg_ratio(r));
+    } else {
+        fputs(",\"time_avg_reserved_ratio\":null", f);
+    }
+    fprintf(f, ",\"end_live_bytes\":%" PRIu64 ",\"end_reserved_bytes\":%" PRIu64 ",\"bytes_moved_ratio\":%.6f",
+            r->end_live, r->end_reserved, moved_ratio(r));
+    if (rep->at_fit) {
+        const replay_result *fr = rep->at_fit;
+        fprintf(f, ",\"at_fit\":{\"capacity\":%" PRIu64 ",\"ok\":%s,\"peak_reserved_bytes\":%" PRIu64
+                   ",\"time_avg_reserved_ratio\":%.6f,\"end_live_bytes\":%" PRIu64 ",\"end_reserved_bytes\":%" PRIu64
+                   ",\"bytes_moved\":%" PRIu64 ",\"bytes_moved_ratio\":%.6f,\"backend_allocs_per_1k_events\":%.3f"
+                   ",\"backend_frees_per_1k_events\":%.3f}",
+                rep->fit->capacity, fr->status == RELO_OK ? "true" : "false", fr->peak_reserved, time_avg_ratio(fr),
+                fr->end_live, fr->end_reserved, fr->stats.bytes_moved, moved_ratio(fr),
+                per_1k_events(fr->stats.backend_allocs, fr), per_1k_events(fr->stats.backend_frees, fr));
+    } else {
+        fputs(",\"at_fit\":null", f);
+    }
     fprintf(f, ",\"ns_per_event\":%.1f,\"reserve_p50_ns\":%" PRIu64 ",\"reserve_p99_ns\":%" PRIu64
                ",\"longest_call_ns\":%" PRIu64 ",\"longest_call_event\":%" PRIu64 ",\"wall_seconds\":%.3f",
             ns_per_event(rep), r->reserve_p50_ns, r->reserve_p99_ns, r->longest_call_ns,

@@ -25,6 +25,7 @@ typedef struct report {
     double wall_s;              /**< seconds for this trace, fit included */
     const baseline_measure *baselines; /**< --baseline runs, beside relo's */
     int baseline_count;
+    const replay_result *at_fit; /**< with --fit: a recorded replay at the fit capacity (may be r) */
 } report;
 
 /** Writes the table to f. */

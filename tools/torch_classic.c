@@ -28,6 +28,7 @@ typedef struct classic {
     uint64_t peak;
     uint64_t next_base;         /* model address of the next segment */
     uint32_t segments_made;
+    uint64_t segments_freed;
 } classic;
 
 /* The size of the segment a rounded request opens. */
@@ -89,6 +90,7 @@ static void release_cached(classic *m)
             const torch_block *x = &m->blocks.v[b];
             if (x->prev == TORCH_NONE && x->next == TORCH_NONE) {
                 m->reserved -= x->size;
+                m->segments_freed++;
                 torch_blocks_release(&m->blocks, b);
             } else {
                 l->v[kept++] = l->v[i];
@@ -186,4 +188,12 @@ static uint64_t peak_reserved(const void *model)
     return ((const classic *)model)->peak;
 }
 
-const baseline_model_ops torch_classic_ops = {create, alloc, release, reserved, peak_reserved, destroy};
+/* One cudaMalloc per segment made, one cudaFree per segment released. */
+static void device_calls(const void *model, uint64_t *allocs, uint64_t *frees)
+{
+    const classic *m = model;
+    *allocs = m->segments_made;
+    *frees = m->segments_freed;
+}
+
+const baseline_model_ops torch_classic_ops = {create, alloc, release, reserved, peak_reserved, device_calls, destroy};

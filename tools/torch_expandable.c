@@ -38,6 +38,8 @@ typedef struct expandable {
     uint64_t reserved;          /* mapped bytes */
     uint64_t peak;
     uint64_t next_base;
+    uint64_t pages_mapped;      /* device calls: one map per page */
+    uint64_t pages_unmapped;
 } expandable;
 
 /* Map results: mapped, refused by the capacity, or host memory gone. */
@@ -159,6 +161,7 @@ static int map_block(expandable *m, uint32_t b, uint64_t nbytes)
         torch_blocks_absorb(&m->blocks, b, n);
     }
     if (!add_free(m, b)) return MAP_FAILED;
+    m->pages_mapped += mb / page;
     m->reserved += mb;
     if (m->reserved > m->peak) m->peak = m->reserved;
     return MAP_OK;
@@ -261,6 +264,7 @@ static bool unmap_block(expandable *m, uint32_t b)
         torch_blocks_absorb(&m->blocks, b, n);
     }
     if (!add_unmapped(m, b)) return false;
+    m->pages_unmapped += usize / page;
     m->reserved -= usize;
     if (m->blocks.v[b].prev == TORCH_NONE && m->blocks.v[b].next == TORCH_NONE) {
         remove_unmapped(m, b);
@@ -360,4 +364,13 @@ static uint64_t peak_reserved(const void *model)
     return ((const expandable *)model)->peak;
 }
 
-const baseline_model_ops torch_expandable_ops = {create, alloc, release, reserved, peak_reserved, destroy};
+/* One physical allocation and map per page, one unmap and release per page. */
+static void device_calls(const void *model, uint64_t *allocs, uint64_t *frees)
+{
+    const expandable *m = model;
+    *allocs = m->pages_mapped;
+    *frees = m->pages_unmapped;
+}
+
+const baseline_model_ops torch_expandable_ops = {create, alloc, release, reserved, peak_reserved, device_calls,
+                                                 destroy};

@@ -51,6 +51,28 @@ def check(t):
         last = s["event"]
     if samples and max(s["live"] for s in samples) != live:
         problems.append("the samples miss the live peak")
+    # Memory over time: held bytes never fall below live ones, on average
+    # or at the end, and nothing moves more bytes than were ever allocated
+    # times the passes allowed (a ratio, never negative).
+    avg = t.get("time_avg_reserved_ratio")
+    if avg is None or avg < 1.0:
+        problems.append("time-averaged reserved / live %s (expected >= 1)" % avg)
+    if t["end_reserved_bytes"] < t["end_live_bytes"]:
+        problems.append("end reserved %d < end live %d" % (t["end_reserved_bytes"], t["end_live_bytes"]))
+    if t["bytes_moved_ratio"] < 0 or (t["bytes_moved"] == 0) != (t["bytes_moved_ratio"] == 0):
+        problems.append("bytes_moved_ratio %s with %d bytes moved" % (t["bytes_moved_ratio"], t["bytes_moved"]))
+    fit = t.get("fit")
+    at_fit = t.get("at_fit")
+    if fit and fit.get("capacity") is not None:
+        if not at_fit or not at_fit["ok"] or at_fit["capacity"] != fit["capacity"]:
+            problems.append("no completed replay at the fit capacity: %s" % at_fit)
+        elif at_fit["peak_reserved_bytes"] > at_fit["capacity"] or at_fit["time_avg_reserved_ratio"] < 1.0:
+            problems.append("replay at the fit capacity out of bounds: %s" % at_fit)
+    elif at_fit is not None:
+        problems.append("at_fit without a fit: %s" % at_fit)
+    for b in t.get("baselines", []):
+        if b["ok"] and b["device_allocs"] < 1:
+            problems.append("baseline %s completed without a device allocation" % b["name"])
     return [name + ": " + p for p in problems]
 
 

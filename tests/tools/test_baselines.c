@@ -214,7 +214,18 @@ CHECK_TEST(classic_releases_free_segments_when_refused)
     baseline_run r = run(&h, BASELINE_PYTORCH, 20 * MiB);
     expect_eq(r.status, BASELINE_COMPLETED);
     expect_eq(r.peak_reserved, 16 * MiB);
-    expect_eq(run(&h, BASELINE_PYTORCH, 0).peak_reserved, 28 * MiB);
+    /* Device calls: two segments made, the first one given back. */
+    expect_eq(r.device_allocs, 2);
+    expect_eq(r.device_frees, 1);
+    expect_eq(r.end_reserved, 16 * MiB);
+    expect_eq(r.end_live, 16 * MiB);
+    baseline_run unl = run(&h, BASELINE_PYTORCH, 0);
+    expect_eq(unl.peak_reserved, 28 * MiB);
+    expect_eq(unl.device_allocs, 2);
+    expect_eq(unl.device_frees, 0);
+    /* Held over time: 12 MiB for 12 live, 12 for 0, 28 for 16. */
+    expect_eq((uint64_t)unl.reserved_event_sum, 52 * MiB);
+    expect_eq((uint64_t)unl.live_event_sum, 28 * MiB);
     trace_free(&h.t);
 
     start(&h);
