@@ -43,12 +43,15 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, uint64_t want, bool 
         uint64_t live = relo__page_movable_bytes(p);
         if (live) c[n++] = (relo_candidate){p, live};
     }
-    qsort(c, n, sizeof *c, relo__candidate_order);
+    /* Fewest live bytes first, taken from a heap: a pass usually stops
+     * long before the last page, so sorting them all would be waste. */
+    relo__candidates_heapify(c, n);
     repaginate = repaginate && pool->variable_pages;
     uint64_t emptied = 0;
-    for (uint32_t i = 0; i < n && emptied < want; i++) {
-        relo_page *p = c[i].page;
-        if (relo__pass_full(pass, c[i].live_bytes)) break;
+    while (n > 0 && emptied < want) {
+        relo_candidate next = relo__candidates_pop(c, &n);
+        relo_page *p = next.page;
+        if (relo__pass_full(pass, next.live_bytes)) break;
         /* A page that took targets of an earlier source this pass keeps
          * them: emptying it is no longer possible. */
         if (relo__page_movable_bytes(p) == 0) continue;
