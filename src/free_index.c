@@ -20,17 +20,6 @@
  * left every shared trace's fit as it was. */
 #define SCAN_LIMIT 8u
 
-static uint32_t msb64(uint64_t v)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return 63u - (uint32_t)__builtin_clzll(v);
-#else
-    uint32_t r = 0;
-    while (v >>= 1) r++;
-    return r;
-#endif
-}
-
 static uint32_t lsb64(uint64_t v)
 {
 #if defined(__GNUC__) || defined(__clang__)
@@ -43,19 +32,6 @@ static uint32_t lsb64(uint64_t v)
     }
     return r;
 #endif
-}
-
-void relo__free_index_class(uint64_t length, uint32_t *fl, uint32_t *sl)
-{
-    if (length < RELO_FREE_SL_COUNT) {
-        /* Below one full step the classes are exact lengths. */
-        *fl = 0;
-        *sl = (uint32_t)length;
-        return;
-    }
-    uint32_t msb = msb64(length);
-    *fl = msb - RELO_FREE_SL_LOG + 1u;
-    *sl = (uint32_t)(length >> (msb - RELO_FREE_SL_LOG)) - RELO_FREE_SL_COUNT;
 }
 
 relo_status relo__free_index_init(relo_free_index *index, bool by_size, uint64_t max_length)
@@ -105,47 +81,6 @@ void relo__free_index_destroy(relo_free_index *index)
     relo__free(index->bins);
     relo__free(index->sl_bitmap);
     memset(index, 0, sizeof *index);
-}
-
-void relo__free_index_insert(relo_free_index *index, relo_slice *slice)
-{
-    if (!index->by_size) {
-        relo__free_tree_insert(&index->root, slice);
-        return;
-    }
-    uint32_t fl, sl;
-    relo__free_index_class(slice->length, &fl, &sl);
-    RELO_ASSERT(fl < index->fl_count);
-    relo_slice **head = &index->bins[fl * RELO_FREE_SL_COUNT + sl];
-    slice->left = NULL;
-    slice->right = *head;
-    if (*head) (*head)->left = slice;
-    *head = slice;
-    index->sl_bitmap[fl] |= 1u << sl;
-    index->fl_bitmap |= (uint64_t)1 << fl;
-}
-
-void relo__free_index_remove(relo_free_index *index, relo_slice *slice)
-{
-    if (!index->by_size) {
-        relo__free_tree_remove(&index->root, slice);
-        return;
-    }
-    uint32_t fl, sl;
-    relo__free_index_class(slice->length, &fl, &sl);
-    if (slice->left) {
-        slice->left->right = slice->right;
-    } else {
-        relo_slice **head = &index->bins[fl * RELO_FREE_SL_COUNT + sl];
-        RELO_ASSERT(*head == slice);
-        *head = slice->right;
-        if (!*head) {
-            index->sl_bitmap[fl] &= ~(1u << sl);
-            if (!index->sl_bitmap[fl]) index->fl_bitmap &= ~((uint64_t)1 << fl);
-        }
-    }
-    if (slice->right) slice->right->left = slice->left;
-    slice->left = slice->right = NULL;
 }
 
 void relo__free_index_refresh(relo_free_index *index, relo_slice *slice)

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "free_tree.h"
 #include "page.h"
 #include "relo.h"
 
@@ -58,12 +59,6 @@ relo_status relo__free_index_init(relo_free_index *index, bool by_size, uint64_t
  *  The slices it held are not touched. */
 void relo__free_index_destroy(relo_free_index *index);
 
-/** Adds a FREE slice (its index links are overwritten). Never fails. */
-void relo__free_index_insert(relo_free_index *index, relo_slice *slice);
-
-/** Removes a slice that is in the index. Never fails. */
-void relo__free_index_remove(relo_free_index *index, relo_slice *slice);
-
 /**
  * A slice with length ≥ length, or NULL when none is held.
  * By address: the lowest page order and offset that fits. By size: the
@@ -94,8 +89,76 @@ void relo__free_index_refresh(relo_free_index *index, relo_slice *slice);
  */
 bool relo__free_index_check(const relo_free_index *index, uint64_t *count, const char **why);
 
-/** The class (first level, second level) a length belongs to. For tests
- *  and the checker. */
-void relo__free_index_class(uint64_t length, uint32_t *fl, uint32_t *sl);
+
+/* Insert, remove and the class of a length run on every reservation and
+ * release: inline, so they cost no call. */
+
+static inline uint32_t relo__msb64(uint64_t v)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return 63u - (uint32_t)__builtin_clzll(v);
+#else
+    uint32_t r = 0;
+    while (v >>= 1) r++;
+    return r;
+#endif
+}
+
+/** The class (first level, second level) a length belongs to. */
+static inline void relo__free_index_class(uint64_t length, uint32_t *fl, uint32_t *sl)
+{
+    if (length < RELO_FREE_SL_COUNT) {
+        /* Below one full step the classes are exact lengths. */
+        *fl = 0;
+        *sl = (uint32_t)length;
+        return;
+    }
+    uint32_t msb = relo__msb64(length);
+    *fl = msb - RELO_FREE_SL_LOG + 1u;
+    *sl = (uint32_t)(length >> (msb - RELO_FREE_SL_LOG)) - RELO_FREE_SL_COUNT;
+}
+
+/** Adds a FREE slice (its index links are overwritten). Never fails. */
+static inline void relo__free_index_insert(relo_free_index *index, relo_slice *slice)
+{
+    if (!index->by_size) {
+        relo__free_tree_insert(&index->root, slice);
+        return;
+    }
+    uint32_t fl, sl;
+    relo__free_index_class(slice->length, &fl, &sl);
+    RELO_ASSERT(fl < index->fl_count);
+    relo_slice **head = &index->bins[fl * RELO_FREE_SL_COUNT + sl];
+    slice->left = NULL;
+    slice->right = *head;
+    if (*head) (*head)->left = slice;
+    *head = slice;
+    index->sl_bitmap[fl] |= 1u << sl;
+    index->fl_bitmap |= (uint64_t)1 << fl;
+}
+
+/** Removes a slice that is in the index. Never fails. */
+static inline void relo__free_index_remove(relo_free_index *index, relo_slice *slice)
+{
+    if (!index->by_size) {
+        relo__free_tree_remove(&index->root, slice);
+        return;
+    }
+    if (slice->left) {
+        slice->left->right = slice->right;
+    } else {
+        uint32_t fl, sl;
+        relo__free_index_class(slice->length, &fl, &sl);
+        relo_slice **head = &index->bins[fl * RELO_FREE_SL_COUNT + sl];
+        RELO_ASSERT(*head == slice);
+        *head = slice->right;
+        if (!*head) {
+            index->sl_bitmap[fl] &= ~(1u << sl);
+            if (!index->sl_bitmap[fl]) index->fl_bitmap &= ~((uint64_t)1 << fl);
+        }
+    }
+    if (slice->right) slice->right->left = slice->left;
+    slice->left = slice->right = NULL;
+}
 
 #endif /* RELO_FREE_INDEX_H */
