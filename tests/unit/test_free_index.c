@@ -4,11 +4,13 @@
  * bitmaps, best fit with the lowest address among equal lengths, the
  * address-ordered first fit the seed policy keeps, and the invariant
  * checker (relo__free_index_check) that relo_device_check runs on every
- * pool. A randomized case compares the index with a plain array.
+ * pool. A randomized case compares the index with a plain array. Last, the
+ * page counters passes read instead of walking a page's slices.
  */
 #include "check.h"
 #include "fixture.h"
 #include "free_index.h"
+#include "relocation.h"
 
 #define PAGES 4
 #define SLICES 512
@@ -290,6 +292,32 @@ CHECK_TEST(random_operations_agree_with_a_plain_array)
     expect_eq(failures, 0);
     expect_true(index_ok(&x, held));
     relo__free_index_destroy(&x);
+}
+
+CHECK_TEST(a_page_moves_whole_only_when_all_it_holds_is_live)
+{
+    /* What a pass may move, from the page's counters alone: three LIVE
+     * allocations of 100, 200 and 300 bytes, the only slices in use. */
+    relo_page p;
+    memset(&p, 0, sizeof p);
+    p.occupied = 3;
+    p.live = 3;
+    p.live_size = 600;
+    expect_eq(relo__page_movable_bytes(&p), 600);
+    /* A fourth slice in use is a TARGET or a LEAKED range: it stays put,
+     * so the page cannot be emptied and is no source. */
+    p.occupied = 4;
+    expect_eq(relo__page_movable_bytes(&p), 0);
+    p.occupied = 3;
+    p.pins = 1;
+    expect_eq(relo__page_movable_bytes(&p), 0);
+    p.pins = 0;
+    p.guards = 1;
+    expect_eq(relo__page_movable_bytes(&p), 0);
+    p.guards = 0;
+    p.occupied = p.live = 0;
+    p.live_size = 0;
+    expect_eq(relo__page_movable_bytes(&p), 0);
 }
 
 CHECK_MAIN()
