@@ -93,6 +93,7 @@ bool relo__free_index_check(const relo_free_index *index, uint64_t *count, const
 /* Insert, remove and the class of a length run on every reservation and
  * release: inline, so they cost no call. */
 
+/** The index of the highest set bit of v (> 0). */
 static inline uint32_t relo__msb64(uint64_t v)
 {
 #if defined(__GNUC__) || defined(__clang__)
