@@ -31,8 +31,7 @@ relo_pool *relo__arena_current(const relo_arena *arena)
 relo_fit relo__arena_fit(const relo_arena *arena, uint64_t size, uint64_t *grow_page)
 {
     uint64_t needed;
-    if (!relo__round_up(size, arena->alignment, &needed) || needed > arena->max_page)
-        return RELO_FIT_TOO_BIG;
+    if (!relo__pad_size(size, arena->alignment, arena->max_page, &needed)) return RELO_FIT_TOO_BIG;
     if (needed <= arena->page_size) {
         if (arena->current >= 0) return RELO_FIT_FITS;
         *grow_page = arena->page_size; /* the first pool, at the floor */
@@ -84,6 +83,7 @@ static relo_status grow(relo_arena *arena, struct relo_stream *stream, uint64_t 
     if (st != RELO_OK) {
         arena->slots[i] = NULL;
         relo__free(pool->pages);
+        relo__free_index_destroy(&pool->free);
         relo__free(pool);
         return st;
     }
@@ -118,6 +118,7 @@ void relo__arena_drop_empty_pools(relo_arena *arena)
         relo_pool *p = arena->slots[i];
         if (!p || !p->outdated || p->page_count) continue;
         relo__free(p->pages);
+        relo__free_index_destroy(&p->free);
         relo__free(p);
         arena->slots[i] = NULL;
         arena->pool_count--;

@@ -37,35 +37,44 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, uint64_t want, bool 
     if (!c) return 0; /* compaction needs memory; moving nothing is safe */
     uint32_t n = 0;
     uint64_t room = 0; /* free bytes on pages that may take targets */
+    /* Emptying a page gives back its free room at the cost of copying
+     * what lives on it. A reclaim, which nothing is waiting on, empties
+     * only pages at most 2/3 full, so it does not shuffle dense pages
+     * from one to the next; packing for a page needed now takes any. A
+     * page too full now stays too full this pass (targets only add to
+     * it), so it is no candidate at all: no heap holds the dense pages. */
+    bool unhurried = pass->reason == RELO_REASON_EXPLICIT || pass->reason == RELO_REASON_RUNTIME;
     for (uint32_t i = 0; i < pool->page_count; i++) {
         relo_page *p = pool->pages[i];
         if (!relo__page_serves(p)) continue;
-        room += p->size - p->occupied_bytes;
+        uint64_t own_room = p->size - p->occupied_bytes;
+        room += own_room;
+        if (unhurried && own_room < p->occupied_bytes / 2) continue;
         uint64_t live = relo__page_movable_bytes(p);
         if (live) c[n++] = (relo_candidate){p, live};
     }
-    qsort(c, n, sizeof *c, relo__candidate_order);
+    /* Fewest live bytes first, taken from a heap: a pass usually stops
+     * long before the last page, so sorting them all would be waste. */
+    relo__candidates_heapify(c, n);
     repaginate = repaginate && pool->variable_pages;
     uint64_t emptied = 0;
-    for (uint32_t i = 0; i < n && emptied < want; i++) {
-        relo_page *p = c[i].page;
-        if (relo__pass_full(pass, c[i].live_bytes)) break;
+    while (n > 0 && emptied < want) {
+        relo_candidate next = relo__candidates_pop(c, &n);
+        relo_page *p = next.page;
+        if (relo__pass_full(pass, next.live_bytes)) break;
         /* A page that took targets of an earlier source this pass keeps
          * them: emptying it is no longer possible. */
         if (relo__page_movable_bytes(p) == 0) continue;
         uint64_t own_room = p->size - p->occupied_bytes;
-        /* Emptying a page gives back its free room at the cost of copying
-         * what lives on it. A reclaim, which nothing is waiting on, empties
-         * only pages at most 2/3 full, so it does not shuffle dense pages
-         * from one to the next; packing for a page needed now takes any. */
-        bool unhurried = pass->reason == RELO_REASON_EXPLICIT || pass->reason == RELO_REASON_RUNTIME;
         if (unhurried && own_room < p->occupied_bytes / 2) continue;
         bool may_fit = room - own_room >= p->occupied_bytes;
-        bool worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule;
-        if (!may_fit && !worth_pages) continue;
+        /* Re-pagination walks the page: asked only when the room cannot do. */
+        int worth_pages = -1; /* not asked yet */
+        if (!may_fit && !(worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule)) continue;
         if (!relo__pass_fence(pass, p)) break;
         bool planned = may_fit && relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_NONE);
-        if (!planned && worth_pages) planned = relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_EXACT);
+        if (!planned && worth_pages < 0) worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule;
+        if (!planned && worth_pages > 0) planned = relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_EXACT);
         if (planned) {
             room -= relo__min(room, own_room + p->occupied_bytes);
             emptied += p->size;

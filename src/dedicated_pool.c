@@ -11,8 +11,7 @@ relo_status relo__dedicated_reserve(relo_pool *pool, uint64_t size, uint32_t slo
 {
     relo_device *d = pool->stream->device;
     uint64_t length;
-    if (!relo__round_up(size, d->alignment, &length) || length > d->max_page)
-        return RELO_ERR_BUFFER_TOO_BIG;
+    if (!relo__pad_size(size, d->alignment, d->max_page, &length)) return RELO_ERR_BUFFER_TOO_BIG;
     if (!allow_new_page) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
     relo_page *page;
     relo_status st = relo__pool_page_new(pool, length ? length : d->alignment, &page);

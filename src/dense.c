@@ -79,7 +79,7 @@ relo_status relo__dense_reserve(struct relo_stream *s, uint64_t size, uint32_t s
 {
     relo_device *d = s->device;
     uint64_t padded;
-    if (!relo__round_up(size, d->alignment, &padded) || padded > d->max_page) return RELO_ERR_BUFFER_TOO_BIG;
+    if (!relo__pad_size(size, d->alignment, d->max_page, &padded)) return RELO_ERR_BUFFER_TOO_BIG;
     relo_pool *pool = relo__dense_pool_for(s, padded);
     relo_status st = relo__sliced_reserve(pool, size, slot, RELO_SLICE_LIVE, false, out);
     if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN || !allow_new_page) return st;

@@ -39,7 +39,7 @@ static relo_page *find_free(const relo_pool *pool, uint64_t length)
 bool relo__exclusive_has_fit(const relo_pool *pool, uint64_t size)
 {
     uint64_t length;
-    if (!relo__round_up(size, pool->stream->device->alignment, &length)) return false;
+    if (!relo__pad_size(size, pool->stream->device->alignment, UINT64_MAX, &length)) return false;
     return find_free(pool, length) != NULL;
 }
 
@@ -48,8 +48,7 @@ relo_status relo__exclusive_reserve(relo_pool *pool, uint64_t size, uint32_t slo
 {
     uint64_t align = pool->stream->device->alignment;
     uint64_t length;
-    if (!relo__round_up(size, align, &length) || length > pool->page_size)
-        return RELO_ERR_BUFFER_TOO_BIG;
+    if (!relo__pad_size(size, align, pool->page_size, &length)) return RELO_ERR_BUFFER_TOO_BIG;
     relo_page *page = find_free(pool, length);
     if (page) {
         if (page->suspicion > 0) page->suspicion--;
@@ -58,7 +57,7 @@ relo_status relo__exclusive_reserve(relo_pool *pool, uint64_t size, uint32_t slo
         uint64_t want = (uint64_t)pool->average;
         if (want < length) want = length;
         uint64_t page_size;
-        if (!relo__round_up(want ? want : 1, align, &page_size)) return RELO_ERR_BUFFER_TOO_BIG;
+        if (!relo__pad_size(want ? want : 1, align, UINT64_MAX, &page_size)) return RELO_ERR_BUFFER_TOO_BIG;
         relo_status st = relo__pool_page_new(pool, page_size, &page);
         if (st != RELO_OK) return st;
         page->suspicion = SUSPICION_NEW;

@@ -16,10 +16,9 @@ static void update(relo_slice *s)
     s->max_length = m;
 }
 
-/* a before b in the tree's order: (length,) lower page, lower offset. */
-static int before(const relo_slice *a, const relo_slice *b, bool by_size)
+/* a before b in the tree's order: lower page, lower offset. */
+static int before(const relo_slice *a, const relo_slice *b)
 {
-    if (by_size && a->length != b->length) return a->length < b->length;
     if (a->page->order != b->page->order) return a->page->order < b->page->order;
     return a->offset < b->offset;
 }
@@ -44,25 +43,25 @@ static relo_slice *rotate_left(relo_slice *s)
     return r;
 }
 
-static relo_slice *insert(relo_slice *root, relo_slice *n, bool by_size)
+static relo_slice *insert(relo_slice *root, relo_slice *n)
 {
     if (!root) return n;
-    if (before(n, root, by_size)) {
-        root->left = insert(root->left, n, by_size);
+    if (before(n, root)) {
+        root->left = insert(root->left, n);
         if (root->left->priority > root->priority) return rotate_right(root);
     } else {
-        root->right = insert(root->right, n, by_size);
+        root->right = insert(root->right, n);
         if (root->right->priority > root->priority) return rotate_left(root);
     }
     update(root);
     return root;
 }
 
-void relo__free_tree_insert(relo_slice **root, relo_slice *slice, bool by_size)
+void relo__free_tree_insert(relo_slice **root, relo_slice *slice)
 {
     slice->left = slice->right = NULL;
     slice->max_length = slice->length;
-    *root = insert(*root, slice, by_size);
+    *root = insert(*root, slice);
 }
 
 /* Joins two treaps where every key of a precedes every key of b. */
@@ -80,48 +79,35 @@ static relo_slice *merge(relo_slice *a, relo_slice *b)
     return b;
 }
 
-static relo_slice *remove_node(relo_slice *root, relo_slice *n, bool by_size)
+static relo_slice *remove_node(relo_slice *root, relo_slice *n)
 {
     if (!root) return NULL; /* not present: harmless, the tree is unchanged */
     if (root == n) return merge(root->left, root->right);
-    if (before(n, root, by_size))
-        root->left = remove_node(root->left, n, by_size);
+    if (before(n, root))
+        root->left = remove_node(root->left, n);
     else
-        root->right = remove_node(root->right, n, by_size);
+        root->right = remove_node(root->right, n);
     update(root);
     return root;
 }
 
-void relo__free_tree_remove(relo_slice **root, relo_slice *slice, bool by_size)
+void relo__free_tree_remove(relo_slice **root, relo_slice *slice)
 {
-    *root = remove_node(*root, slice, by_size);
+    *root = remove_node(*root, slice);
     slice->left = slice->right = NULL;
 }
 
 static void refresh(relo_slice *node, relo_slice *target)
 {
     if (!node) return; /* not present: nothing to restore */
-    if (node != target) refresh(before(target, node, false) ? node->left : node->right, target);
+    if (node != target) refresh(before(target, node) ? node->left : node->right, target);
     update(node);
 }
 
 void relo__free_tree_refresh(relo_slice *root, relo_slice *slice) { refresh(root, slice); }
 
-relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length, bool by_size)
+relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length)
 {
-    if (by_size) {
-        /* Lower bound of (length, 0, 0): the leftmost node long enough. */
-        relo_slice *best = NULL;
-        for (relo_slice *s = root; s;) {
-            if (s->length >= length) {
-                best = s;
-                s = s->left;
-            } else {
-                s = s->right;
-            }
-        }
-        return best;
-    }
     relo_slice *s = root;
     if (!s || s->max_length < length) return NULL;
     for (;;) {
@@ -134,25 +120,25 @@ relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length, bool by
     }
 }
 
-static bool check(const relo_slice *s, const relo_slice *lo, const relo_slice *hi, bool by_size,
+static bool check(const relo_slice *s, const relo_slice *lo, const relo_slice *hi,
                   uint64_t *count)
 {
     if (!s) return true;
     (*count)++;
     if (s->state != RELO_SLICE_FREE) return false;
-    if (lo && !before(lo, s, by_size)) return false;
-    if (hi && !before(s, hi, by_size)) return false;
+    if (lo && !before(lo, s)) return false;
+    if (hi && !before(s, hi)) return false;
     if (s->left && s->left->priority > s->priority) return false;
     if (s->right && s->right->priority > s->priority) return false;
     uint64_t m = s->length;
     if (max_of(s->left) > m) m = max_of(s->left);
     if (max_of(s->right) > m) m = max_of(s->right);
     if (m != s->max_length) return false;
-    return check(s->left, lo, s, by_size, count) && check(s->right, s, hi, by_size, count);
+    return check(s->left, lo, s, count) && check(s->right, s, hi, count);
 }
 
-bool relo__free_tree_check(const relo_slice *root, bool by_size, uint64_t *count)
+bool relo__free_tree_check(const relo_slice *root, uint64_t *count)
 {
     *count = 0;
-    return check(root, NULL, NULL, by_size, count);
+    return check(root, NULL, NULL, count);
 }

@@ -5,8 +5,8 @@
  *
  * Every page keeps its slices in an address-ordered doubly linked list that
  * covers the page exactly, so a freed slice finds its neighbours in O(1).
- * Free slices of a sliced page also sit in their pool's free tree (free_tree.h)
- * unless the page is guarded. Slice nodes come from a per-device slab so the
+ * Free slices of a sliced page also sit in their pool's free index
+ * (free_index.h) while the page serves (no guard, no fence). Slice nodes come from a per-device slab so the
  * hot path calls malloc rarely and release never allocates.
  *
  * Protected by: the device lock, for every field.
@@ -25,7 +25,7 @@ struct relo_device;
 
 /** What a slice holds. */
 typedef enum relo_slice_state {
-    RELO_SLICE_FREE = 0,  /* room; in the free tree unless its page is guarded */
+    RELO_SLICE_FREE = 0,  /* room; in the free index while its page serves */
     RELO_SLICE_LIVE,      /* an allocation: slot names its handle */
     RELO_SLICE_TARGET,    /* reserved by a relocation plan, not yet committed */
     RELO_SLICE_LEAKED,    /* a copy's outcome is unknown: never reused */
@@ -34,6 +34,26 @@ typedef enum relo_slice_state {
 
 const char *relo__slice_state_name(relo_slice_state state);
 
+/**
+ * The bytes a request of size bytes takes: size rounded up to a multiple
+ * of alignment (≥ 1), into *padded. The one place sizes are padded, for
+ * every pool and for routing. Returns false, *padded unspecified, when
+ * that overflows or exceeds limit (UINT64_MAX for none). Size 0 pads to
+ * 0: the callers that give it room say how much.
+ */
+static inline bool relo__pad_size(uint64_t size, uint64_t alignment, uint64_t limit, uint64_t *padded)
+{
+    if ((alignment & (alignment - 1)) == 0) {
+        /* Every backend's alignment so far: a mask, not a division, on
+         * the path of every reservation. */
+        uint64_t mask = alignment - 1;
+        if (size > UINT64_MAX - mask) return false;
+        *padded = (size + mask) & ~mask;
+        return *padded <= limit;
+    }
+    return relo__round_up(size, alignment, padded) && *padded <= limit;
+}
+
 typedef struct relo_slice {
     uint64_t offset;            /* from the start of the page */
     uint64_t length;            /* bytes of the page it covers (size + padding) */
@@ -41,10 +61,11 @@ typedef struct relo_slice {
     struct relo_page *page;
     struct relo_slice *prev;    /* address order within the page */
     struct relo_slice *next;
-    struct relo_slice *left;    /* free tree (free slices) or slab free list (left) */
-    struct relo_slice *right;
-    uint64_t max_length;        /* free tree: largest length in this subtree */
-    uint32_t priority;          /* free tree: heap priority */
+    struct relo_slice *left;    /* free index: treap child or class list previous;
+                                   slab free list when the node is unused */
+    struct relo_slice *right;   /* free index: treap child or class list next */
+    uint64_t max_length;        /* address treap: largest length in this subtree */
+    uint32_t priority;          /* address treap: heap priority */
     uint32_t slot;              /* handle slot index of a LIVE slice */
     uint32_t move;              /* LIVE source of the pass in flight: move index + 1; 0 = none */
     uint8_t state;              /* relo_slice_state */
@@ -60,6 +81,8 @@ typedef struct relo_page {
     uint32_t index;             /* position in pool->pages */
     uint32_t occupied;          /* slices that are not FREE */
     uint64_t occupied_bytes;    /* their lengths */
+    uint32_t live;              /* LIVE slices: the page can move whole when live == occupied */
+    uint64_t live_size;         /* their requested sizes */
     uint32_t guards;            /* sealed graphs using this page */
     uint32_t pins;              /* pins on its allocations: the page is no source */
     uint32_t transfers;         /* relo_read/relo_write in progress without the lock:
@@ -80,7 +103,7 @@ typedef struct relo_slice_slab {
     relo_slice *free;           /* free nodes, linked through left */
     void **chunks;              /* every chunk allocated, for destroy */
     uint32_t chunk_count, chunk_cap;
-    uint32_t rng;               /* priorities for the free trees */
+    uint32_t rng;               /* priorities for the address treaps */
 } relo_slice_slab;
 
 /** Takes a node (zeroed, with a fresh priority). NULL: host memory ran out. */

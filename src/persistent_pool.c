@@ -11,8 +11,7 @@ relo_status relo__persistent_reserve(relo_pool *pool, uint64_t size, uint32_t sl
 {
     relo_device *d = pool->stream->device;
     uint64_t length;
-    if (!relo__round_up(size, d->alignment, &length) || length > d->max_page)
-        return RELO_ERR_BUFFER_TOO_BIG;
+    if (!relo__pad_size(size, d->alignment, d->max_page, &length)) return RELO_ERR_BUFFER_TOO_BIG;
     uint64_t buffer_size = length ? length : d->alignment;
     relo_page *page = NULL;
     for (relo_page *p = pool->free_pages; p; p = p->free_next) {

@@ -64,6 +64,12 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
 {
     struct relo_stream *s = pool->stream;
     relo_device *d = s->device;
+    if (pool->kind == RELO_POOL_SLICED) {
+        /* The index is set up with the first page, for the longest slice
+         * the pool may hold; allocating fails here, never on release. */
+        relo_status ist = relo__free_index_init(&pool->free, pool->best_fit, relo__max(size, pool->page_size));
+        if (ist != RELO_OK) return ist;
+    }
     if (pool->page_count == pool->page_cap) {
         uint32_t cap = pool->page_cap ? pool->page_cap * 2 : 4;
         relo_page **pages = relo__realloc(pool->pages, cap * sizeof *pages);
@@ -104,7 +110,7 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
     whole->length = size;
     whole->state = RELO_SLICE_FREE;
     page->first = whole;
-    if (pool->kind == RELO_POOL_SLICED) relo__pool_tree_insert(pool, whole);
+    if (pool->kind == RELO_POOL_SLICED) relo__pool_free_insert(pool, whole);
 
     add_reserved(pool, size);
     add_empty(pool, page, true);
@@ -114,24 +120,17 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
     return RELO_OK;
 }
 
-void relo__pool_page_release(relo_pool *pool, relo_page *page)
-{
-    relo_buffer_free b;
-    relo__pool_page_detach(pool, page, &b);
-    relo_backend *backend = pool->stream->device->backend;
-    backend->ops.free(backend->ctx, b.buffer, b.size);
-}
-
-void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *out)
+/* Takes a page out of its pool; its free slices leave the free index
+ * when unindex says they are in it. */
+static void detach(relo_pool *pool, relo_page *page, relo_buffer_free *out, bool unindex)
 {
     struct relo_stream *s = pool->stream;
     relo_device *d = s->device;
-    RELO_ASSERT(page->occupied == 0 && page->guards == 0 && !page->pending && !page->fenced && !page->transfers);
     if (page->on_free_list) relo__pool_free_page_remove(pool, page);
     relo_slice *sl = page->first;
     while (sl) {
         relo_slice *next = sl->next;
-        if (pool->kind == RELO_POOL_SLICED) relo__pool_tree_remove(pool, sl);
+        if (unindex && sl->state == RELO_SLICE_FREE) relo__pool_free_remove(pool, sl);
         relo__slice_delete(&d->slab, sl);
         sl = next;
     }
@@ -150,6 +149,26 @@ void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *
     s->counters.pages_released++;
     d->counters.pages_released++;
     relo__free(page);
+}
+
+void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *out)
+{
+    RELO_ASSERT(page->occupied == 0 && page->guards == 0 && !page->pending && !page->fenced && !page->transfers);
+    detach(pool, page, out, pool->kind == RELO_POOL_SLICED);
+}
+
+/* Gives a buffer taken out of its pool back to the backend. */
+static void free_buffer(relo_pool *pool, const relo_buffer_free *b)
+{
+    relo_backend *backend = pool->stream->device->backend;
+    backend->ops.free(backend->ctx, b->buffer, b->size);
+}
+
+void relo__pool_page_release(relo_pool *pool, relo_page *page)
+{
+    relo_buffer_free b;
+    relo__pool_page_detach(pool, page, &b);
+    free_buffer(pool, &b);
 }
 
 uint32_t relo__pool_release_empty(relo_pool *pool)
@@ -171,9 +190,12 @@ void relo__pool_destroy(relo_pool *pool)
     while (pool->page_count) {
         relo_page *p = pool->pages[pool->page_count - 1];
         /* Leaked slices and guards die with the device or stream: nothing
-         * can reach them any more. Removing a slice that is not in the free
-         * tree is harmless, so every slice is simply marked free. */
+         * can reach them any more. The page's free room leaves the index
+         * while the page's state still says it is there; then every slice
+         * is simply marked free. */
+        bool indexed = pool->kind == RELO_POOL_SLICED && relo__page_serves(p);
         for (relo_slice *sl = p->first; sl; sl = sl->next) {
+            if (sl->state == RELO_SLICE_FREE && indexed) relo__pool_free_remove(pool, sl);
             if (sl->state == RELO_SLICE_LIVE) {
                 pool->allocations--;
                 pool->bytes_in_use -= sl->size;
@@ -187,18 +209,22 @@ void relo__pool_destroy(relo_pool *pool)
         if (p->occupied) add_empty(pool, p, true);
         p->occupied = 0;
         p->occupied_bytes = 0;
+        p->live = 0;
+        p->live_size = 0;
         if (p->pending) {
             relo_page **pp = &d->pending;
             while (*pp && *pp != p) pp = &(*pp)->pending_next;
             if (*pp) *pp = p->pending_next;
             p->pending = false;
         }
-        relo__pool_page_release(pool, p);
+        relo_buffer_free b;
+        detach(pool, p, &b, false);
+        free_buffer(pool, &b);
     }
     relo__free(pool->pages);
     pool->pages = NULL;
     pool->page_cap = 0;
-    pool->free_root = NULL;
+    relo__free_index_destroy(&pool->free);
     pool->free_pages = NULL;
 }
 
@@ -216,6 +242,8 @@ void relo__pool_slice_take(relo_pool *pool, relo_slice *slice, uint64_t size, ui
     page->occupied_bytes += slice->length;
     if (page->on_free_list) relo__pool_free_page_remove(pool, page);
     if (state == RELO_SLICE_LIVE) {
+        page->live++;
+        page->live_size += size;
         pool->allocations++;
         pool->bytes_in_use += size;
         pool->bytes_padding += slice->length - size;
@@ -233,10 +261,12 @@ static void unlink_slice(relo_pool *pool, relo_slice *sl)
     relo__slice_delete(&pool->stream->device->slab, sl);
 }
 
-/* Merges a FREE slice, not in the tree, with its FREE neighbours (sliced
- * pools) and leaves the merged slice in the tree when its page serves. By
- * address a neighbour already in the tree keeps its node and place (its key
- * passes no other free slice), so only maxima are restored. */
+/* Merges a FREE slice, not indexed, with its FREE neighbours (sliced
+ * pools), found through the page's address-ordered list, and leaves the
+ * merged slice in the free index when its page serves. By address a
+ * neighbour already in the treap keeps its node and place (its key passes
+ * no other free slice), so only maxima are restored; by size the merged
+ * length is a new class: the neighbours leave theirs, the sum goes in. */
 static void merge_neighbours(relo_pool *pool, relo_slice *sl)
 {
     bool serves = relo__page_serves(sl->page);
@@ -246,28 +276,28 @@ static void merge_neighbours(relo_pool *pool, relo_slice *sl)
     if (serves && !pool->best_fit && (prev_free || next_free)) {
         relo_slice *keep = prev_free ? prev : next;
         if (prev_free && next_free) {
-            relo__pool_tree_remove(pool, next);
+            relo__pool_free_remove(pool, next);
             prev->length += next->length;
             unlink_slice(pool, next);
         }
         if (!prev_free) keep->offset = sl->offset;
         keep->length += sl->length;
         unlink_slice(pool, sl);
-        relo__free_tree_refresh(pool->free_root, keep);
+        relo__free_index_refresh(&pool->free, keep);
         return;
     }
     if (prev_free) {
-        if (serves) relo__pool_tree_remove(pool, prev);
+        if (serves) relo__pool_free_remove(pool, prev);
         prev->length += sl->length;
         unlink_slice(pool, sl);
         sl = prev;
     }
     if (next_free) {
-        if (serves) relo__pool_tree_remove(pool, next);
+        if (serves) relo__pool_free_remove(pool, next);
         sl->length += next->length;
         unlink_slice(pool, next);
     }
-    if (serves) relo__pool_tree_insert(pool, sl);
+    if (serves) relo__pool_free_insert(pool, sl);
 }
 
 void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
@@ -275,6 +305,8 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
     relo_page *page = slice->page;
     relo_device *d = pool->stream->device;
     if (slice->state == RELO_SLICE_LIVE) {
+        page->live--;
+        page->live_size -= slice->size;
         pool->allocations--;
         pool->bytes_in_use -= slice->size;
         pool->bytes_padding -= slice->length - slice->size;
@@ -315,16 +347,16 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
     }
 }
 
-/* Takes a sliced page's free room out of the tree, or puts it back. */
+/* Takes a sliced page's free room out of the index, or puts it back. */
 static void set_in_service(relo_pool *pool, relo_page *page, bool serve)
 {
     if (pool->kind != RELO_POOL_SLICED) return;
     for (relo_slice *sl = page->first; sl; sl = sl->next) {
         if (sl->state != RELO_SLICE_FREE) continue;
         if (serve)
-            relo__pool_tree_insert(pool, sl);
+            relo__pool_free_insert(pool, sl);
         else
-            relo__pool_tree_remove(pool, sl);
+            relo__pool_free_remove(pool, sl);
     }
 }
 
@@ -408,7 +440,7 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
         reserved += p->size;
         if (p->occupied == 0) empty += p->size;
         if (p->guards) guarded++;
-        uint64_t end = 0, occupied = 0, occupied_bytes = 0, pins = 0;
+        uint64_t end = 0, occupied = 0, occupied_bytes = 0, pins = 0, live = 0, live_size = 0;
         const relo_slice *prev = NULL;
         for (const relo_slice *sl = p->first; sl; prev = sl, sl = sl->next) {
             if (sl->page != p) FAIL("slice names another page");
@@ -428,6 +460,8 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
             occupied_bytes += sl->length;
             if (sl->state == RELO_SLICE_LIVE) {
                 allocations++;
+                live++;
+                live_size += sl->size;
                 in_use += sl->size;
                 if (sl->size > sl->length) FAIL("slice shorter than its size");
                 padding += sl->length - sl->size;
@@ -449,6 +483,7 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
         }
         if (occupied != p->occupied || occupied_bytes != p->occupied_bytes)
             FAIL("page occupancy counters are wrong");
+        if (live != p->live || live_size != p->live_size) FAIL("page live counters are wrong");
         if (pins != p->pins) FAIL("page pin count differs from its allocations' pins");
         if (p->fenced && !d->open_pass) FAIL("a page is still fenced outside a compaction pass");
         if (pool->outdated && pool->kind == RELO_POOL_SLICED && p->occupied == 0 && !p->guards &&
@@ -462,9 +497,10 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
     if (empty != pool->bytes_empty) FAIL("pool empty bytes differ from its empty pages");
     if (guarded != pool->guarded_pages) FAIL("pool guarded page count is wrong");
     if (pool->kind == RELO_POOL_SLICED) {
-        uint64_t in_tree = 0;
-        if (!relo__free_tree_check(pool->free_root, pool->best_fit, &in_tree)) FAIL("free tree is malformed");
-        if (in_tree != free_slices) FAIL("free tree does not hold exactly the free slices");
+        uint64_t indexed = 0;
+        if (pool->free.by_size != pool->best_fit && pool->page_count) FAIL("free index follows another rule");
+        if (!relo__free_index_check(&pool->free, &indexed, why)) return false;
+        if (indexed != free_slices) FAIL("free index does not hold exactly the free slices of serving pages");
     }
     return true;
 #undef FAIL
@@ -476,6 +512,8 @@ void relo__pool_slice_promote(relo_pool *pool, relo_slice *slice, uint64_t size,
     slice->state = RELO_SLICE_LIVE;
     slice->size = size;
     slice->slot = slot;
+    slice->page->live++;
+    slice->page->live_size += size;
     pool->allocations++;
     pool->bytes_in_use += size;
     pool->bytes_padding += slice->length - size;

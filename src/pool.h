@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "free_tree.h"
+#include "free_index.h"
 #include "page.h"
 
 struct relo_stream;
@@ -36,7 +36,7 @@ typedef struct relo_pool {
     int slot;                   /* arena slot, or -1 */
     bool outdated;              /* serves nothing new; pages go back once empty */
     bool periodic_release;      /* exclusive: the suspicion rule applies */
-    bool best_fit;              /* sliced: free tree by size (dense policy) */
+    bool best_fit;              /* sliced: free index by size (dense policy), else by address */
     bool variable_pages;        /* sliced: each new page sized to its request (dense large pool) */
     uint64_t granule;           /* variable_pages: new pages are multiples of this */
     uint64_t exact_hint;        /* variable_pages, set while a pass plans: an EXACT new page
@@ -48,7 +48,7 @@ typedef struct relo_pool {
     relo_page **pages;          /* every page held, page->index is the position */
     uint32_t page_count, page_cap;
 
-    relo_slice *free_root;      /* sliced: free slices of unguarded pages */
+    relo_free_index free;       /* sliced: free slices of pages that serve */
     relo_page *free_pages;      /* exclusive, persistent: pages with no allocation */
 
     double average;             /* exclusive: running average of request sizes */
@@ -68,15 +68,9 @@ typedef struct relo_pool {
  *  guards it and no compaction pass has fenced it off. */
 static inline bool relo__page_serves(const relo_page *page) { return page->guards == 0 && !page->fenced; }
 
-/** The pool's free-tree operations, in the pool's order. */
-static inline void relo__pool_tree_insert(relo_pool *pool, relo_slice *s)
-{
-    relo__free_tree_insert(&pool->free_root, s, pool->best_fit);
-}
-static inline void relo__pool_tree_remove(relo_pool *pool, relo_slice *s)
-{
-    relo__free_tree_remove(&pool->free_root, s, pool->best_fit);
-}
+/** The pool's free-index operations, under the pool's rule. */
+static inline void relo__pool_free_insert(relo_pool *pool, relo_slice *s) { relo__free_index_insert(&pool->free, s); }
+static inline void relo__pool_free_remove(relo_pool *pool, relo_slice *s) { relo__free_index_remove(&pool->free, s); }
 
 /** Sets up an empty pool. */
 void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name,
@@ -84,7 +78,8 @@ void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name,
 
 /**
  * Takes a buffer of size bytes from the backend and adds it as a page whose
- * whole range is one FREE slice (sliced pools insert it into the free tree).
+ * whole range is one FREE slice (sliced pools insert it into the free
+ * index, set up on the first page by the pool's best_fit rule).
  * Returns RELO_OK, RELO_ERR_HOST_MEMORY, or the backend's refusal; on
  * failure nothing changed.
  */

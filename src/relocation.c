@@ -41,23 +41,45 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int relo__candidate_order(const void *a, const void *b)
+/* x before y in the order passes take candidates. */
+static bool candidate_before(const relo_candidate *x, const relo_candidate *y)
 {
-    const relo_candidate *x = a, *y = b;
-    if (x->live_bytes != y->live_bytes) return x->live_bytes < y->live_bytes ? -1 : 1;
-    return x->page->order < y->page->order ? -1 : (x->page->order > y->page->order);
+    if (x->live_bytes != y->live_bytes) return x->live_bytes < y->live_bytes;
+    return x->page->order < y->page->order;
+}
+
+static void sift_down(relo_candidate *c, uint32_t n, uint32_t i)
+{
+    relo_candidate v = c[i];
+    for (;;) {
+        uint32_t k = 2 * i + 1;
+        if (k >= n) break;
+        if (k + 1 < n && candidate_before(&c[k + 1], &c[k])) k++;
+        if (!candidate_before(&c[k], &v)) break;
+        c[i] = c[k];
+        i = k;
+    }
+    c[i] = v;
+}
+
+void relo__candidates_heapify(relo_candidate *c, uint32_t n)
+{
+    for (uint32_t i = n / 2; i-- > 0;) sift_down(c, n, i);
+}
+
+relo_candidate relo__candidates_pop(relo_candidate *c, uint32_t *n)
+{
+    relo_candidate top = c[0];
+    c[0] = c[--*n];
+    if (*n > 1) sift_down(c, *n, 0);
+    return top;
 }
 
 uint64_t relo__page_movable_bytes(const relo_page *page)
 {
     if (page->guards || page->pins || page->transfers || page->occupied == 0) return 0;
-    uint64_t bytes = 0;
-    for (const relo_slice *sl = page->first; sl; sl = sl->next) {
-        if (sl->state == RELO_SLICE_FREE) continue;
-        if (sl->state != RELO_SLICE_LIVE) return 0; /* a target or a leak stays put */
-        bytes += sl->size;
-    }
-    return bytes;
+    /* A target or a leak stays put, and so does its page. */
+    return page->live == page->occupied ? page->live_size : 0;
 }
 
 static bool plan_grow(relo_pass *plan)
@@ -159,19 +181,20 @@ static void plan_arena(relo_stream *s, relo_pass *plan)
             if (bytes) c[m++] = (relo_candidate){p->pages[j], bytes};
         }
     }
-    qsort(c, m, sizeof *c, relo__candidate_order);
+    relo__candidates_heapify(c, m);
     relo_new_page allow_new = plan->reason == RELO_REASON_ARENA_FULL || plan->reason == RELO_REASON_CAPTURE
                                   ? RELO_NEW_PAGE_POOL_RULE
                                   : RELO_NEW_PAGE_NONE;
     uint32_t mark = plan->count;
     uint64_t given = 0, taken = 0;
-    for (uint32_t i = 0; i < m; i++) {
-        if (relo__pass_full(plan, c[i].live_bytes)) break; /* the rest waits for the next trigger */
-        relo_page *p = c[i].page;
+    while (m > 0) {
+        relo_candidate next = relo__candidates_pop(c, &m);
+        if (relo__pass_full(plan, next.live_bytes)) break; /* the rest waits for the next trigger */
+        relo_page *p = next.page;
         if (!relo__pass_plan_page(plan, target, p, allow_new)) continue;
         /* What moving this page gives back: the whole page when nothing
          * else stays on it, at the cost of the room its allocations take. */
-        if (c[i].live_bytes == p->occupied_bytes) given += p->size;
+        if (next.live_bytes == p->occupied_bytes) given += p->size;
         taken += p->occupied_bytes;
     }
     relo__free(c);

@@ -170,7 +170,8 @@ static inline void relo__pass_veto(relo_device *device, relo_slice *slice);
 bool relo__pass_drop(relo_device *device, relo_slice *slice);
 
 /** Requested bytes on a page whose every occupied slice is a movable LIVE
- *  allocation and that no graph guards; 0 otherwise. */
+ *  allocation and that no graph guards; 0 otherwise. O(1): the page
+ *  counts its LIVE slices and their sizes. */
 uint64_t relo__page_movable_bytes(const relo_page *page);
 
 /** A page a pass may empty, with its movable bytes. */
@@ -179,8 +180,14 @@ typedef struct relo_candidate {
     uint64_t live_bytes;
 } relo_candidate;
 
-/** qsort order of candidates: fewest live bytes first, then lower page. */
-int relo__candidate_order(const void *a, const void *b);
+/** Arranges n candidates as a binary heap in the order passes take them
+ *  (fewest live bytes first, then lower page order), in O(n), so that a
+ *  pass that stops early never sorts them all. */
+void relo__candidates_heapify(relo_candidate *c, uint32_t n);
+
+/** Takes the first candidate in that order out of a heap of *n (> 0) made
+ *  by relo__candidates_heapify; *n shrinks by one. O(log n). */
+relo_candidate relo__candidates_pop(relo_candidate *c, uint32_t *n);
 
 /** No stream records, no pass is open, relocation is on, the layout is
  *  ADAPTIVE. */

@@ -6,12 +6,13 @@
 #include "sliced_pool.h"
 
 #include "device.h"
-#include "free_tree.h"
+#include "free_index.h"
 
 /* Splits a free slice so its first `length` bytes hold the allocation;
  * returns the slice that holds it. By address the free remainder keeps the
- * node and its place in the tree (its key grows but passes no other free
- * slice), so only the maxima need restoring; by size it is a new key. */
+ * node and its place in the treap (its key grows but passes no other free
+ * slice), so only the maxima need restoring; by size its new length is a
+ * new class. */
 static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64_t size,
                          uint32_t slot, relo_slice_state state, relo_slice **out)
 {
@@ -33,12 +34,12 @@ static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64
         f->prev = a;
         f->offset += length;
         f->length -= length;
-        relo__free_tree_refresh(pool->free_root, f);
+        relo__free_index_refresh(&pool->free, f);
         taken = a;
     } else if (f->length > length) {
         relo_slice *rest = relo__slice_new(slab);
         if (!rest) return RELO_ERR_HOST_MEMORY;
-        relo__pool_tree_remove(pool, f);
+        relo__pool_free_remove(pool, f);
         rest->page = f->page;
         rest->offset = f->offset + length;
         rest->length = f->length - length;
@@ -48,9 +49,9 @@ static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64
         if (f->next) f->next->prev = rest;
         f->next = rest;
         f->length = length;
-        relo__pool_tree_insert(pool, rest);
+        relo__pool_free_insert(pool, rest);
     } else {
-        relo__pool_tree_remove(pool, f);
+        relo__pool_free_remove(pool, f);
     }
     relo__pool_slice_take(pool, taken, size, slot, state);
     *out = taken;
@@ -67,11 +68,10 @@ relo_status relo__sliced_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
 relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slot, relo_slice_state state,
                                     relo_new_page new_page, relo_slice **out)
 {
-    uint64_t align = pool->stream->device->alignment;
     uint64_t length;
-    if (!relo__round_up(size ? size : 1, align, &length) || length > pool->page_size)
+    if (!relo__pad_size(size ? size : 1, pool->stream->device->alignment, pool->page_size, &length))
         return RELO_ERR_BUFFER_TOO_BIG;
-    relo_slice *f = relo__free_tree_first_fit(pool->free_root, length, pool->best_fit);
+    relo_slice *f = relo__free_index_find(&pool->free, length);
     relo_page *fresh = NULL;
     if (!f) {
         if (new_page == RELO_NEW_PAGE_NONE) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;

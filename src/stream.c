@@ -33,7 +33,7 @@ static void init_buckets(struct relo_stream *s)
         double v = hi > lo ? (double)lo * pow((double)hi / (double)lo, t) : (double)hi;
         uint64_t size = (uint64_t)llround(v);
         if (i == RELO_BUCKETS - 1 || size > hi) size = hi;
-        if (!relo__round_up(size, d->alignment, &size) || size > d->max_page) size = d->max_page;
+        if (!relo__pad_size(size, d->alignment, d->max_page, &size)) size = d->max_page;
         if (size == last) continue;
         last = size;
         relo__exclusive_init(&s->buckets[s->bucket_count++], s, "bucket", size, true);
@@ -151,8 +151,7 @@ static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, re
     }
     if (d->desc.policy == RELO_POLICY_DENSE) return relo__dense_reserve(s, size, slot, allow, out);
     uint64_t padded;
-    if (relo__round_up(size, d->alignment, &padded) && padded <= RELO_SMALL_MAX &&
-        padded <= s->small.page_size)
+    if (relo__pad_size(size, d->alignment, relo__min(RELO_SMALL_MAX, s->small.page_size), &padded))
         return relo__sliced_reserve(&s->small, size, slot, RELO_SLICE_LIVE, allow, out);
     return relo__arena_reserve(&s->arena, s, size, slot, allow, out);
 }
@@ -183,7 +182,7 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
         uint64_t padded;
         if (st == RELO_ERR_OUT_OF_MEMORY && size > 0 && d->desc.policy == RELO_POLICY_DENSE &&
             d->desc.layout == RELO_LAYOUT_ADAPTIVE && effective_mode(s) == RELO_MODE_AUTO &&
-            relo__round_up(size, d->alignment, &padded) &&
+            relo__pad_size(size, d->alignment, UINT64_MAX, &padded) &&
             relo__compact_make_room(d, relo__dense_pool_for(s, padded), padded))
             st = route(s, size, slot, &slice);
     } else if (st == RELO_ERR_PAGE_SIZES_EXHAUSTED) {

@@ -1,0 +1,165 @@
+/*
+ * free_index.h — the free slices of one sliced pool, indexed for the
+ * pool's placement rule:
+ *   - by size (best fit, the dense policy): segregated size classes with
+ *     two-level bitmaps, as TLSF has them. The first level is the power of
+ *     two below a length, the second splits it into RELO_FREE_SL_COUNT
+ *     equal steps; each class is a doubly linked list of its slices, and
+ *     one bit per class (and one per power of two) says which lists hold
+ *     any. Insert and remove are O(1); a search looks a few slices into
+ *     the request's own class, then takes the first non-empty class above
+ *     it, found with two bit scans. No tree, no walk over the pool.
+ *   - by address (address-ordered first fit, the seed policy's small and
+ *     arena pools, whose acceptance behaviours count on the lowest page
+ *     and lowest address that fits): the treap of free_tree.h, the one
+ *     structure that answers "lowest address with room for n" in
+ *     O(log n).
+ * Free neighbours are never found through the index: every page keeps its
+ * slices in an address-ordered list (page.h), which is where merging looks.
+ * A slice's length never changes while it is indexed.
+ *
+ * Protected by: the device lock.
+ */
+#ifndef RELO_FREE_INDEX_H
+#define RELO_FREE_INDEX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "free_tree.h"
+#include "page.h"
+#include "relo.h"
+
+#define RELO_FREE_SL_LOG 5u                        /* second level: 2^5 steps */
+#define RELO_FREE_SL_COUNT (1u << RELO_FREE_SL_LOG)
+#define RELO_FREE_FL_MAX (64u - RELO_FREE_SL_LOG)  /* first levels a uint64_t length needs */
+
+typedef struct relo_free_index {
+    bool by_size;               /* size classes (best fit) or the address treap */
+    /* by address */
+    relo_slice *root;
+    /* by size: classes of first level f and second level s at
+     * bins[f * RELO_FREE_SL_COUNT + s]; fl_count first levels are kept,
+     * enough for the longest slice the pool may hold. */
+    relo_slice **bins;
+    uint32_t *sl_bitmap;        /* per first level: which of its classes hold slices */
+    uint64_t fl_bitmap;         /* which first levels hold slices */
+    uint32_t fl_count;
+} relo_free_index;
+
+/**
+ * Sets up an empty index. by_size chooses the rule; max_length is the
+ * longest slice it will ever hold (by size, the classes are allocated
+ * for it). Returns RELO_OK or RELO_ERR_HOST_MEMORY (nothing allocated).
+ * Calling it again on an index set up with the same rule does nothing.
+ */
+relo_status relo__free_index_init(relo_free_index *index, bool by_size, uint64_t max_length);
+
+/** Frees what init allocated; the index is empty and unset afterwards.
+ *  The slices it held are not touched. */
+void relo__free_index_destroy(relo_free_index *index);
+
+/**
+ * A slice with length ≥ length, or NULL when none is held.
+ * By address: the lowest page order and offset that fits. By size: the
+ * shortest, then lowest-address, among the first few slices of the
+ * request's own class that fit, else among the first few of the smallest
+ * non-empty class above it (every slice there fits), else the first fit
+ * further down the request's class. Best fit within one class step
+ * (1/RELO_FREE_SL_COUNT of the length) in O(1); exact by size when the
+ * classes searched hold at most eight slices each or one length.
+ */
+relo_slice *relo__free_index_find(const relo_free_index *index, uint64_t length);
+
+/**
+ * Restores what the index keeps about a slice whose offset and length
+ * changed in place. By address only, and only when the slice passed no
+ * other indexed slice in address order (growing into a free neighbour's
+ * room, or giving up its front): the treap's maxima are refreshed. By
+ * size a new length is a new class: remove before, insert after.
+ */
+void relo__free_index_refresh(relo_free_index *index, relo_slice *slice);
+
+/**
+ * Checks the index: by size, that every slice is FREE and in the class its
+ * length maps to, that list links agree both ways, and that each bitmap
+ * bit is set exactly when its list or level holds slices; by address, the
+ * treap's order, heap and maxima. Counts the slices held into *count.
+ * Returns false on the first broken invariant and names it through *why.
+ */
+bool relo__free_index_check(const relo_free_index *index, uint64_t *count, const char **why);
+
+
+/* Insert, remove and the class of a length run on every reservation and
+ * release: inline, so they cost no call. */
+
+/** The index of the highest set bit of v (> 0). */
+static inline uint32_t relo__msb64(uint64_t v)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return 63u - (uint32_t)__builtin_clzll(v);
+#else
+    uint32_t r = 0;
+    while (v >>= 1) r++;
+    return r;
+#endif
+}
+
+/** The class (first level, second level) a length belongs to. */
+static inline void relo__free_index_class(uint64_t length, uint32_t *fl, uint32_t *sl)
+{
+    if (length < RELO_FREE_SL_COUNT) {
+        /* Below one full step the classes are exact lengths. */
+        *fl = 0;
+        *sl = (uint32_t)length;
+        return;
+    }
+    uint32_t msb = relo__msb64(length);
+    *fl = msb - RELO_FREE_SL_LOG + 1u;
+    *sl = (uint32_t)(length >> (msb - RELO_FREE_SL_LOG)) - RELO_FREE_SL_COUNT;
+}
+
+/** Adds a FREE slice (its index links are overwritten). Never fails. */
+static inline void relo__free_index_insert(relo_free_index *index, relo_slice *slice)
+{
+    if (!index->by_size) {
+        relo__free_tree_insert(&index->root, slice);
+        return;
+    }
+    uint32_t fl, sl;
+    relo__free_index_class(slice->length, &fl, &sl);
+    RELO_ASSERT(fl < index->fl_count);
+    relo_slice **head = &index->bins[fl * RELO_FREE_SL_COUNT + sl];
+    slice->left = NULL;
+    slice->right = *head;
+    if (*head) (*head)->left = slice;
+    *head = slice;
+    index->sl_bitmap[fl] |= 1u << sl;
+    index->fl_bitmap |= (uint64_t)1 << fl;
+}
+
+/** Removes a slice that is in the index. Never fails. */
+static inline void relo__free_index_remove(relo_free_index *index, relo_slice *slice)
+{
+    if (!index->by_size) {
+        relo__free_tree_remove(&index->root, slice);
+        return;
+    }
+    if (slice->left) {
+        slice->left->right = slice->right;
+    } else {
+        uint32_t fl, sl;
+        relo__free_index_class(slice->length, &fl, &sl);
+        relo_slice **head = &index->bins[fl * RELO_FREE_SL_COUNT + sl];
+        RELO_ASSERT(*head == slice);
+        *head = slice->right;
+        if (!*head) {
+            index->sl_bitmap[fl] &= ~(1u << sl);
+            if (!index->sl_bitmap[fl]) index->fl_bitmap &= ~((uint64_t)1 << fl);
+        }
+    }
+    if (slice->right) slice->right->left = slice->left;
+    slice->left = slice->right = NULL;
+}
+
+#endif /* RELO_FREE_INDEX_H */
