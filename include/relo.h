@@ -189,7 +189,6 @@ RELO_API const char *relo_log_level_name(relo_log_level level);
 /** A log sink. Called with the device lock held: it must not call relo. */
 typedef void (*relo_log_fn)(void *user, relo_log_level level, const char *message);
 
-/** How to build a device. Zero everywhere means the defaults. */
 /** Which thread gives the buffers of emptied pages back to the backend. */
 typedef enum relo_page_free {
     RELO_PAGE_FREE_INLINE = 0, /**< the thread whose call emptied them (default) */
@@ -203,6 +202,7 @@ typedef enum relo_page_free {
     RELO_PAGE_FREE_COUNT
 } relo_page_free;
 
+/** How to build a device. Zero everywhere means the defaults. */
 typedef struct relo_device_desc {
     relo_layout layout;          /**< default RELO_LAYOUT_ADAPTIVE */
     relo_relocation relocation;  /**< default RELO_RELOCATION_AUTO */
