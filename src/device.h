@@ -19,7 +19,11 @@
 #include "releaser.h"
 #include "stats.h"
 #include "stream.h"
-#include "testing.h"
+#include "reason.h"
+
+/** Called for every committed move, in commit order; set by tests
+ *  (relo__testing_set_move_hook) to see the plan's order. */
+typedef void (*relo__move_hook)(void *user, relo_handle handle, uint64_t size);
 
 struct relo_device {
     pthread_mutex_t lock;

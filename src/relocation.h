@@ -16,7 +16,7 @@
 #include "device.h"
 #include "sliced_pool.h"
 #include "stream.h"
-#include "testing.h"
+#include "reason.h"
 
 /** What became of one move while its pass was open. */
 typedef enum relo_move_fate {

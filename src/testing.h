@@ -9,25 +9,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "device.h"
+#include "reason.h"
 #include "relo.h"
-
-/** Why a relocation runs (design §6.2). */
-typedef enum relo_reason {
-    RELO_REASON_NONE = 0,         /* the trigger's NOTHING */
-    RELO_REASON_EXPLICIT,         /* relo_reclaim: room already held only */
-    RELO_REASON_MEMORY_PRESSURE,  /* trigger: room already held only */
-    RELO_REASON_ARENA_FULL,       /* trigger or refused growth: may add current pages */
-    RELO_REASON_CAPTURE,          /* relo_capture_prepare: may add current pages */
-    RELO_REASON_COMPACT,          /* dense policy: pack current pages */
-    RELO_REASON_RUNTIME,          /* relo_pass_begin: room already held only */
-    RELO_REASON_COUNT
-} relo_reason;
-
-/** "RELO_REASON_ARENA_FULL" etc. */
-const char *relo__reason_name(relo_reason reason);
-
-/** The pressure rule: held + page > capacity - page (saturating). */
-bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
+#include "trigger.h"
 
 /** What the trigger would answer before the next reservation on stream,
  *  without acting on it (may count one sum of held bytes). */
@@ -52,7 +37,6 @@ relo_status relo__testing_relocate(relo_stream *stream, relo_reason reason);
 uint64_t relo__testing_capacity(relo_device *device);
 
 /** Callback for every committed move, in commit order (tests of plan order). */
-typedef void (*relo__move_hook)(void *user, relo_handle handle, uint64_t size);
 void relo__testing_set_move_hook(relo_device *device, relo__move_hook hook, void *user);
 
 /** Sets the generation of every free handle slot (1..2^26-1), so a test

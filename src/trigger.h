@@ -6,8 +6,11 @@
 #ifndef RELO_TRIGGER_H
 #define RELO_TRIGGER_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "reason.h"
 #include "stream.h"
-#include "testing.h"
 
 /** The trigger's answer for the stream's arena: NONE, ARENA_FULL or
  *  MEMORY_PRESSURE. */
@@ -18,5 +21,8 @@ void relo__trigger_stall(relo_arena *arena);
 
 /** Clears the stall (something moved). */
 void relo__trigger_unstall(relo_arena *arena);
+
+/** The pressure rule: held + page > capacity - page (saturating). */
+bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
 
 #endif /* RELO_TRIGGER_H */
