@@ -65,16 +65,17 @@ static void check_pool(relo_pool *p, void *user)
     w->allocations += p->allocations;
 }
 
-/* A slot publishes its binding exactly when a locked resolve would answer
- * that binding with no move to veto: live, placed, not a source of the
- * open pass. */
+/* A slot publishes a binding only while a locked resolve would answer that
+ * binding with no move to veto: live, placed, not a source of the open
+ * pass (it may publish none: slots publish at their first locked resolve). */
 static bool published_matches(const relo_handle_table *t, relo_slot *slot)
 {
     const relo_slice *sl = slot->slice;
-    bool want = slot->refcount > 0 && sl && sl->move == 0;
+    bool may = slot->refcount > 0 && sl && sl->move == 0;
     uint64_t id = atomic_load_explicit(&slot->id, memory_order_relaxed);
-    if (!want) return id == 0;
-    if (id != relo__handle_of(t, slot->index).id) return false;
+    if (slot->published != (id != 0)) return false;
+    if (id == 0) return true;
+    if (!may || id != relo__handle_of(t, slot->index).id) return false;
     const relo_page *page = sl->page;
     return atomic_load_explicit(&slot->buffer, memory_order_relaxed) == (uintptr_t)page->buffer &&
            atomic_load_explicit(&slot->offset, memory_order_relaxed) == sl->offset &&

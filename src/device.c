@@ -245,6 +245,9 @@ static relo_status resolve(relo_stream *stream, relo_handle handle, bool pin, re
             out->offset = slice->offset;
             out->size = slice->size;
             out->address = page->address ? page->address + slice->offset : 0;
+            /* From now on resolves of the allocation need no lock, until it
+             * moves or goes (not while it is a source of the open pass). */
+            if (!slot->published) relo__handle_publish(&d->handles, slot->index);
         }
     }
     relo__device_unlock(d);

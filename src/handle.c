@@ -84,9 +84,9 @@ relo_status relo__handle_alloc(relo_handle_table *t, uint32_t *slot)
 void relo__handle_free(relo_handle_table *t, uint32_t slot)
 {
     relo_slot *s = relo__handle_slot(t, slot);
+    relo__handle_withdraw(t, slot);
     s->refcount = 0;
     s->slice = NULL;
-    relo__handle_publish(t, slot);
     t->live--;
     if (s->generation == RELO_HANDLE_GEN_MAX) {
         /* Wrapping would let a handle of this slot's first allocation name
@@ -101,18 +101,17 @@ void relo__handle_free(relo_handle_table *t, uint32_t slot)
     t->free_head = slot + 1;
 }
 
-void relo__handle_publish(relo_handle_table *t, uint32_t slot)
+/* Writes the published copy of s (id 0 withdraws it). */
+static void write_published(relo_slot *s, uint64_t id)
 {
-    relo_slot *s = relo__handle_slot(t, slot);
     const relo_slice *sl = s->slice;
-    bool publish = s->refcount > 0 && sl && sl->move == 0;
     uint64_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
     /* The classic seqlock writer: odd count, a release fence so no field
      * store is seen before it, the fields, then the even count released. */
     atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&s->id, publish ? relo__handle_of(t, slot).id : 0, memory_order_relaxed);
-    if (publish) {
+    atomic_store_explicit(&s->id, id, memory_order_relaxed);
+    if (id) {
         const relo_page *page = sl->page;
         atomic_store_explicit(&s->buffer, (uintptr_t)page->buffer, memory_order_relaxed);
         atomic_store_explicit(&s->offset, sl->offset, memory_order_relaxed);
@@ -120,6 +119,20 @@ void relo__handle_publish(relo_handle_table *t, uint32_t slot)
         atomic_store_explicit(&s->address, page->address ? page->address + sl->offset : 0, memory_order_relaxed);
     }
     atomic_store_explicit(&s->seq, q + 2, memory_order_release);
+    s->published = id != 0;
+}
+
+void relo__handle_publish(relo_handle_table *t, uint32_t slot)
+{
+    relo_slot *s = relo__handle_slot(t, slot);
+    bool publish = s->refcount > 0 && s->slice && s->slice->move == 0;
+    if (publish || s->published) write_published(s, publish ? relo__handle_of(t, slot).id : 0);
+}
+
+void relo__handle_withdraw(relo_handle_table *t, uint32_t slot)
+{
+    relo_slot *s = relo__handle_slot(t, slot);
+    if (s->published) write_published(s, 0);
 }
 
 bool relo__handle_resolve_fast(const relo_handle_table *t, relo_handle h, relo_binding *out)

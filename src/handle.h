@@ -18,7 +18,24 @@
  * generation that device never hands out. A tag whose floor climbs past half
  * the generation range is retired too. Lookup stays O(1).
  *
- * Protected by: the device lock (table); the tag registry has its own lock.
+ * Resolving without the lock. A slot may also carry a published copy of
+ * its binding (buffer, offset, size, address) and the handle value it
+ * answers for, behind a per-slot sequence count: a writer (always under the
+ * device lock) makes the count odd, changes the copy and makes it even
+ * again; relo_resolve reads the count, the copy and the count again, and
+ * uses the copy only when both counts are the same and even and the copy
+ * names the handle. A slot publishes only while the locked answer would be
+ * exactly the copy: live, placed, and not a source of the open relocation
+ * pass. It publishes lazily, at its first locked resolve, so reservations
+ * and releases nobody resolves pay only a flag test; anything that would
+ * change a published slot's answer (its free, a pass that moves it)
+ * withdraws the copy first. Without a copy (stale, moving, reserving, never
+ * resolved) the caller takes the locked path, which answers exactly. Slots
+ * live in chunks that never move (chunk k holds 256·2^k slots), so a reader
+ * never touches freed memory while the table grows.
+ *
+ * Protected by: the device lock (table, and every write to a slot); the
+ * published copy is read without it. The tag registry has its own lock.
  */
 #ifndef RELO_HANDLE_H
 #define RELO_HANDLE_H
@@ -41,18 +58,19 @@ enum {
 #define RELO_HANDLE_GEN_MAX ((UINT32_C(1) << RELO_HANDLE_GEN_BITS) - 1u)
 
 typedef struct relo_slot {
-    /* The published binding, read without the lock (see above). */
-    _Atomic uint64_t seq;       /* odd while a writer changes the fields below */
-    _Atomic uint64_t id;        /* handle value answered without the lock; 0 = take the lock */
-    _Atomic uintptr_t buffer;
-    _Atomic uint64_t offset, size, address;
-
     relo_slice *slice;      /* where the allocation is now; NULL when free */
     uint32_t generation;    /* bumped on every free; 0 once retired */
     uint32_t refcount;      /* 0 = free slot */
     uint32_t next_free;     /* free list, index + 1; 0 = end */
     uint32_t pins;          /* relo_pin calls not yet unpinned: never moved */
     uint32_t index;         /* this slot's index in the table */
+    bool published;         /* id below is not 0 */
+
+    /* The published binding, read without the lock (see above). */
+    _Atomic uint64_t seq;       /* odd while a writer changes the fields below */
+    _Atomic uint64_t id;        /* handle value answered without the lock; 0 = take the lock */
+    _Atomic uintptr_t buffer;
+    _Atomic uint64_t offset, size, address;
 } relo_slot;
 
 /* Slot chunks: chunk k holds 2^(k + RELO_HANDLE_CHUNK0_BITS) slots, so
@@ -95,11 +113,16 @@ static inline relo_slot *relo__handle_slot(const relo_handle_table *t, uint32_t 
     return &chunk[j - (1u << (k + RELO_HANDLE_CHUNK0_BITS))];
 }
 
-/** Recomputes the slot's published binding from its slice: published while
- *  the slot is live, placed and not a source of the open pass (its slice's
- *  move mark is 0), withdrawn otherwise. Call after every change to any of
- *  those. The device lock is held. */
+/** Publishes the slot's binding from its slice when the slot is live,
+ *  placed and not a source of the open pass (its slice's move mark is 0);
+ *  withdraws it otherwise. The device lock is held. */
 void relo__handle_publish(relo_handle_table *t, uint32_t slot);
+
+/** Withdraws a published binding (a no-op for a slot that publishes none):
+ *  call before anything changes what a locked resolve of the slot would
+ *  answer (the slot freed, its allocation about to move). The device lock
+ *  is held. */
+void relo__handle_withdraw(relo_handle_table *t, uint32_t slot);
 
 /** The binding of h without the device lock, when its slot publishes one
  *  (see above): true with *out filled, or false when the caller must take

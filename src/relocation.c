@@ -274,7 +274,7 @@ static uint32_t commit(relo_device *d, relo_pass *plan)
         relo_slot *slot = relo__handle_slot(&d->handles, mv->slot);
         RELO_ASSERT(slot->pins == 0);
         relo__pool_slice_promote(dst->page->pool, dst, size, mv->slot);
-        slot->slice = dst; /* published when the pass closes */
+        slot->slice = dst; /* withdrawn when the pass opened; the next locked resolve publishes */
         relo__pool_slice_free(src->page->pool, src);
         if (s->relocation_pass != pass) {
             s->relocation_pass = pass;
@@ -372,7 +372,7 @@ relo_status relo__pass_open(relo_pass *pass)
      * reach the mark (and veto the move) under the lock. */
     for (uint32_t i = 0; i < pass->count; i++) {
         pass->moves[i].src->move = i + 1;
-        relo__handle_publish(&d->handles, pass->moves[i].slot);
+        relo__handle_withdraw(&d->handles, pass->moves[i].slot);
     }
     pass->owner = pthread_self();
     d->open_pass = pass;
@@ -419,9 +419,6 @@ bool relo__pass_close(relo_pass *plan, relo_copy_outcome outcome)
                 relo__pool_slice_free(mv->src->page->pool, mv->src);
             }
         }
-        /* Only now, with every move settled, do the slots publish again:
-         * the new place of a moved allocation, the old one of the rest. */
-        for (uint32_t i = 0; i < plan->count; i++) relo__handle_publish(&d->handles, plan->moves[i].slot);
     }
     uint64_t pause = now_ns() - plan->started_ns;
     if (plan->count > 0 && pause > d->counters.longest_pass_ns) d->counters.longest_pass_ns = pause;

@@ -197,8 +197,7 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
             s->capture.doom = st;
         return st;
     }
-    relo__handle_slot(&d->handles, slot)->slice = slice;
-    relo__handle_publish(&d->handles, slot);
+    relo__handle_slot(&d->handles, slot)->slice = slice; /* published at its first locked resolve */
     relo__stats_allocated(s, size);
     *out = relo__handle_of(&d->handles, slot);
     /* After the request is served, so that it could take a cached page. */
