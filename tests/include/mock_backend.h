@@ -71,6 +71,8 @@ typedef struct mock_ctx {
     size_t n_pending;
     uint64_t buffers_live;
     uint64_t bytes_held;
+    uint64_t overlapping_copies;    /* copies whose source and target overlap
+                                       (relo_backend.h forbids it): refused */
     bool destroyed;
     /* Called first thing in wait_device, on the thread that relocates
      * (tests of what other threads may do meanwhile). */
@@ -200,6 +202,12 @@ static relo_status mock_copy_(void *ctx, void *src, uint64_t src_offset, void *d
     relo_status r = RELO_OK;
     if (mock_refused_(m, MOCK_COPY))
         r = m->refuse_with[MOCK_COPY] ? m->refuse_with[MOCK_COPY] : RELO_ERR_BACKEND;
+    /* As OpenCL's clEnqueueCopyBuffer does, a copy within one buffer whose
+     * ranges overlap is refused (and counted: a core bug). */
+    if (r == RELO_OK && src == dst && src_offset < dst_offset + n && dst_offset < src_offset + n) {
+        m->overlapping_copies++;
+        r = RELO_ERR_INVALID_ARGUMENT;
+    }
     mock_log_(m, MOCK_COPY, n, r);
     if (m->n_log && m->n_log <= MOCK_LOG_MAX && m->log[m->n_log - 1].op == MOCK_COPY) {
         m->log[m->n_log - 1].dst = dst;
