@@ -200,7 +200,9 @@ bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
     window *w = relo__malloc(pool->page_count * sizeof *w);
     if (!w) return false;
     uint32_t n = 0;
-    uint64_t room = 0;
+    /* A fine pool's window may also empty into the large pool's room. */
+    relo_pool *spill = pool == &pool->stream->dense[0] ? &pool->stream->dense[1] : NULL;
+    uint64_t room = spill_room(spill);
     for (uint32_t i = 0; i < pool->page_count; i++) {
         relo_page *p = pool->pages[i];
         if (!relo__page_serves(p)) continue;
@@ -217,6 +219,7 @@ bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
         if (w[i].live_bytes > room - (p->size - p->occupied_bytes)) continue;
         if (!relo__pass_fence(&pass, p)) break;
         planned = relo__pass_plan_slices(&pass, pool, w[i].first, w[i].end, RELO_NEW_PAGE_NONE);
+        if (!planned && spill) planned = relo__pass_plan_slices(&pass, spill, w[i].first, w[i].end, RELO_NEW_PAGE_NONE);
         if (!planned) relo__pass_unfence_last(&pass);
     }
     relo__free(w);
