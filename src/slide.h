@@ -21,10 +21,6 @@
 
 #include "device.h"
 
-/* Rounds of making room (a hole cleared, or pages packed in place and then
- * emptied) for one refused request before it fails. */
-#define RELO_SLIDE_ROUNDS 4
-
 /**
  * Plans the slides that pack page (a page of pass's device that serves, with
  * only movable live allocations) toward its start, fencing it in pass (a

@@ -179,25 +179,20 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
         st = route(s, size, slot, &slice);
         /* Still refused, with free room scattered over the pages: clear
          * one hole of the request's size and take it; where no other page
-         * has the room, pack pages in place so their room joins up, and
-         * empty pages into the runs that opened (a bounded number of
-         * rounds, each all or nothing). */
+         * has the room, pack pages in place so their room joins up
+         * (slide.h), take it, or empty pages into the runs that opened. */
         uint64_t padded;
         if (st == RELO_ERR_OUT_OF_MEMORY && size > 0 && d->desc.policy == RELO_POLICY_DENSE &&
             d->desc.layout == RELO_LAYOUT_ADAPTIVE && effective_mode(s) == RELO_MODE_AUTO &&
             relo__round_up(size, d->alignment, &padded)) {
             relo_pool *pool = relo__dense_pool_for(s, padded);
-            for (int round = 0; st == RELO_ERR_OUT_OF_MEMORY && round < RELO_SLIDE_ROUNDS; round++) {
-                if (relo__compact_make_room(d, pool, padded)) {
+            if (relo__compact_make_room(d, pool, padded)) {
+                st = route(s, size, slot, &slice);
+            } else if (relo__slide_make_room(d, pool, padded)) {
+                st = route(s, size, slot, &slice);
+                if (st == RELO_ERR_OUT_OF_MEMORY &&
+                    relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE) > 0)
                     st = route(s, size, slot, &slice);
-                    continue;
-                }
-                if (!relo__slide_make_room(d, pool, padded)) break;
-                st = route(s, size, slot, &slice);
-                if (st != RELO_ERR_OUT_OF_MEMORY) break;
-                relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE);
-                relo__device_cleanup_explicit(d, s);
-                st = route(s, size, slot, &slice);
             }
         }
     } else if (st == RELO_ERR_PAGE_SIZES_EXHAUSTED) {
