@@ -2,8 +2,10 @@
  * mock_backend.h — a backend for unit tests, built through
  * relo_backend_create: buffers are malloc'ed blocks, every call is counted
  * and logged in order, copies are held back until wait_copies (as a real
- * device's asynchronous copies are), and any call of alloc, copy,
- * wait_device or wait_copies can be refused from its Nth occurrence on.
+ * device's asynchronous copies are, landing in the order enqueued), a copy
+ * whose source and target overlap is refused (as OpenCL refuses one), and
+ * any call of alloc, copy, wait_device or wait_copies can be refused from
+ * its Nth occurrence on.
  *
  * The mock's state (mock_ctx) belongs to the test, not to the device: it
  * outlives relo_device_destroy so a test can read the log afterwards.
