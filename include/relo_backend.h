@@ -83,7 +83,13 @@ typedef struct relo_backend_ops {
 
     /**
      * Enqueues a device-to-device copy of n bytes; it may run
-     * asynchronously until wait_copies. Source and target never overlap.
+     * asynchronously until wait_copies. The source and target of one copy
+     * never overlap, but they may lie in the same buffer, and a copy may
+     * read or write bytes an earlier copy of the same batch (since the last
+     * wait_copies) wrote or read: copies must take effect in the order
+     * enqueued wherever their ranges meet (an in-order queue or stream
+     * does; an out-of-order one needs barriers). relo relies on it to slide
+     * an allocation down its own page in pieces no longer than the slide.
      * Returns RELO_OK or an error: the copy was not enqueued.
      */
     relo_status (*copy)(void *ctx, void *src, uint64_t src_offset, void *dst,

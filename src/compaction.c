@@ -26,17 +26,28 @@ static uint64_t repagination_gain(const relo_pool *pool, const relo_page *page)
     return relo__sub_sat(page->size, needed);
 }
 
+/* Free room of spill's pages that serve (0 without spill). */
+static uint64_t spill_room(const relo_pool *spill)
+{
+    uint64_t room = 0;
+    for (uint32_t i = 0; spill && i < spill->page_count; i++)
+        if (relo__page_serves(spill->pages[i])) room += spill->pages[i]->size - spill->pages[i]->occupied_bytes;
+    return room;
+}
+
 /* Plans the emptying of pool's sparsest pages; returns page bytes planned.
- * Targets go into the free room of the other pages; with repaginate, a
- * page whose allocations do not fit there may move them to new pages of
- * their own size when that gives back at least a granule. */
-static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, uint64_t want, bool repaginate)
+ * Targets go into the free room of the other pages, or where those lack it,
+ * of spill's pages (non-NULL under pressure: the large pool, whose room
+ * serves any size); with repaginate, a page whose allocations do not fit
+ * there may move them to new pages of their own size when that gives back
+ * at least a granule. */
+static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, uint64_t want, bool repaginate)
 {
     if (pool->page_count == 0) return 0;
     relo_candidate *c = relo__malloc(pool->page_count * sizeof *c);
     if (!c) return 0; /* compaction needs memory; moving nothing is safe */
     uint32_t n = 0;
-    uint64_t room = 0; /* free bytes on pages that may take targets */
+    uint64_t room = spill_room(spill); /* free bytes on pages that may take targets */
     /* Emptying a page gives back its free room at the cost of copying
      * what lives on it. A reclaim, which nothing is waiting on, empties
      * only pages at most 2/3 full, so it does not shuffle dense pages
@@ -73,6 +84,7 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, uint64_t want, bool 
         if (!may_fit && !(worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule)) continue;
         if (!relo__pass_fence(pass, p)) break;
         bool planned = may_fit && relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_NONE);
+        if (!planned && may_fit && spill) planned = relo__pass_plan_page(pass, spill, p, RELO_NEW_PAGE_NONE);
         if (!planned && worth_pages < 0) worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule;
         if (!planned && worth_pages > 0) planned = relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_EXACT);
         if (planned) {
@@ -93,9 +105,15 @@ uint64_t relo__compact_plan(relo_pass *pass, struct relo_stream *only, uint64_t 
     uint32_t first, end;
     relo__device_scope(d, only, &first, &end);
     uint64_t emptied = 0;
-    for (uint32_t s = first; s < end && emptied < want; s++)
-        for (uint32_t k = 0; k < RELO_DENSE_POOLS && emptied < want; k++)
-            emptied += plan_pool(pass, &d->streams[s]->dense[k], want - emptied, repaginate);
+    for (uint32_t s = first; s < end && emptied < want; s++) {
+        relo_pool *pools = d->streams[s]->dense;
+        for (uint32_t k = 0; k < RELO_DENSE_POOLS && emptied < want; k++) {
+            /* Under pressure a fine page may empty into the large pool's
+             * room: a page back is what the refused request needs. */
+            relo_pool *spill = k == 0 && pass->reason == RELO_REASON_MEMORY_PRESSURE ? &pools[1] : NULL;
+            emptied += plan_pool(pass, &pools[k], spill, want - emptied, repaginate);
+        }
+    }
     return emptied;
 }
 
@@ -105,7 +123,7 @@ uint64_t relo__compact(relo_device *d, relo_pool *pool, uint64_t want, bool repa
     if (!relo__relocation_allowed(d) || d->desc.policy != RELO_POLICY_DENSE) return 0;
     relo_pass pass;
     relo__pass_begin(&pass, d, reason);
-    uint64_t emptied = pool ? plan_pool(&pass, pool, want, repaginate) : relo__compact_plan(&pass, NULL, want, repaginate);
+    uint64_t emptied = pool ? plan_pool(&pass, pool, NULL, want, repaginate) : relo__compact_plan(&pass, NULL, want, repaginate);
     bool moved = relo__pass_finish(&pass);
     return moved ? emptied : 0;
 }
@@ -216,7 +234,9 @@ bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
     window *w = relo__malloc(pool->page_count * sizeof *w);
     if (!w) return false;
     uint32_t n = 0;
-    uint64_t room = 0;
+    /* A fine pool's window may also empty into the large pool's room. */
+    relo_pool *spill = pool == &pool->stream->dense[0] ? &pool->stream->dense[1] : NULL;
+    uint64_t room = spill_room(spill);
     for (uint32_t i = 0; i < pool->page_count; i++) {
         relo_page *p = pool->pages[i];
         if (!relo__page_serves(p)) continue;
@@ -233,6 +253,7 @@ bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
         if (w[i].live_bytes > room - (p->size - p->occupied_bytes)) continue;
         if (!relo__pass_fence(&pass, p)) break;
         planned = relo__pass_plan_slices(&pass, pool, w[i].first, w[i].end, RELO_NEW_PAGE_NONE);
+        if (!planned && spill) planned = relo__pass_plan_slices(&pass, spill, w[i].first, w[i].end, RELO_NEW_PAGE_NONE);
         if (!planned) relo__pass_unfence_last(&pass);
     }
     relo__free(w);

@@ -227,8 +227,10 @@ static relo_status resolve(relo_stream *stream, relo_handle handle, bool pin, re
     relo__device_lock(d);
     relo_slot *slot = relo__handle_lookup(&d->handles, handle);
     /* A pin waits out another thread's move of the allocation, so the work
-     * it enqueues never races the copy; a plain resolve skips the move. */
-    while (pin && slot && relo__pass_wait_for_move(d, slot->slice)) slot = relo__handle_lookup(&d->handles, handle);
+     * it enqueues never races the copy; a plain resolve skips the move,
+     * unless it is a slide, whose copies overwrite the bytes where they are. */
+    while (slot && (pin || relo__pass_is_slide(d, slot->slice)) && relo__pass_wait_for_move(d, slot->slice))
+        slot = relo__handle_lookup(&d->handles, handle);
     relo_status st = RELO_ERR_NOT_FOUND;
     if (slot) {
         relo_slice *slice = slot->slice;
@@ -313,8 +315,9 @@ static relo_status transfer(relo_device *d, relo_handle handle, uint64_t offset,
     relo_slice *slice = NULL;
     bool has_op = to_device ? b->ops.write != NULL : b->ops.read != NULL;
     relo_status st = access_check(d, handle, offset, data, n, has_op, &slice);
-    /* A write waits out another thread's move of the allocation, as a pin. */
-    while (st == RELO_OK && to_device && relo__pass_wait_for_move(d, slice))
+    /* A write waits out another thread's move of the allocation, as a pin;
+     * a read waits out a slide, which overwrites the bytes it would read. */
+    while (st == RELO_OK && (to_device || relo__pass_is_slide(d, slice)) && relo__pass_wait_for_move(d, slice))
         st = access_check(d, handle, offset, data, n, has_op, &slice);
     if (st != RELO_OK || n == 0) {
         relo__device_unlock(d);

@@ -527,3 +527,52 @@ void relo__pool_slice_leak(relo_pool *pool, relo_slice *slice)
     pool->stream->counters.bytes_leaked += slice->length;
     pool->stream->device->counters.bytes_leaked += slice->length;
 }
+
+void relo__pool_page_pack(relo_pool *pool, relo_page *page)
+{
+    RELO_ASSERT(page->fenced && pool->kind == RELO_POOL_SLICED);
+    uint64_t at = 0;
+    relo_slice *last = NULL;
+    for (relo_slice *sl = page->first, *next; sl; sl = next) {
+        next = sl->next;
+        if (sl->state == RELO_SLICE_FREE) {
+            unlink_slice(pool, sl); /* fenced: not in the tree */
+            continue;
+        }
+        /* Its moves withdrew the slots' published bindings when the pass
+         * opened; a live slice moved here without one may not keep it. */
+        if (sl->offset != at && sl->state == RELO_SLICE_LIVE)
+            relo__handle_withdraw(&pool->stream->device->handles, sl->slot);
+        sl->offset = at;
+        at += sl->length;
+        last = sl;
+    }
+    if (at == page->size) return;
+    /* The node of a free slice just unlinked is back in the slab: taking
+     * one cannot fail. */
+    relo_slice *room = relo__slice_new(&pool->stream->device->slab);
+    RELO_ASSERT(room != NULL);
+    room->page = page;
+    room->offset = at;
+    room->length = page->size - at;
+    room->state = RELO_SLICE_FREE;
+    room->prev = last;
+    room->next = NULL;
+    if (last)
+        last->next = room;
+    else
+        page->first = room;
+}
+
+void relo__pool_page_leak_free(relo_pool *pool, relo_page *page)
+{
+    RELO_ASSERT(page->fenced);
+    for (relo_slice *sl = page->first; sl; sl = sl->next) {
+        if (sl->state != RELO_SLICE_FREE) continue;
+        sl->state = RELO_SLICE_LEAKED;
+        page->occupied++;
+        page->occupied_bytes += sl->length;
+        pool->stream->counters.bytes_leaked += sl->length;
+        pool->stream->device->counters.bytes_leaked += sl->length;
+    }
+}

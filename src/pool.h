@@ -141,6 +141,19 @@ bool relo__pool_check(const relo_pool *pool, const char **why);
 /** Turns a TARGET slice into a LIVE allocation for slot (relocation commit). */
 void relo__pool_slice_promote(relo_pool *pool, relo_slice *slice, uint64_t size, uint32_t slot);
 
+/**
+ * Packs a fenced sliced page's bookkeeping after its allocations slid down
+ * (slide.h): every occupied slice, in address order, takes the lowest
+ * offset after the one before it, and the page's free room becomes one FREE
+ * slice at its end (left out of the free tree until the fence comes off).
+ * Bytes are the caller's business. Never fails, never allocates.
+ */
+void relo__pool_page_pack(relo_pool *pool, relo_page *page);
+
+/** Marks every FREE slice of a fenced page LEAKED: a slide's copies into
+ *  them had an unknown outcome. */
+void relo__pool_page_leak_free(relo_pool *pool, relo_page *page);
+
 /** Marks a TARGET slice LEAKED: never reused (copy outcome unknown). */
 void relo__pool_slice_leak(relo_pool *pool, relo_slice *slice);
 

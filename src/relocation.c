@@ -98,7 +98,7 @@ static void free_targets(relo_pass *plan, uint32_t from)
     for (uint32_t i = from; i < plan->count; i++) {
         relo_slice *dst = plan->moves[i].dst;
         plan->bytes -= plan->moves[i].src->size;
-        relo__pool_slice_free(dst->page->pool, dst);
+        if (dst) relo__pool_slice_free(dst->page->pool, dst);
     }
     plan->count = from;
 }
@@ -147,12 +147,21 @@ bool relo__pass_plan_slices(relo_pass *plan, relo_pool *target, relo_slice *firs
             ok = false;
             break;
         }
-        plan->moves[plan->count++] = (relo_move){sl, dst, sl->slot, RELO_FATE_PLANNED};
+        plan->moves[plan->count++] = (relo_move){sl, dst, 0, sl->slot, RELO_FATE_PLANNED};
         plan->bytes += sl->size;
     }
     target->exact_hint = 0;
     if (order != stack) relo__free(order);
     return ok;
+}
+
+bool relo__pass_add_slide(relo_pass *plan, relo_slice *slice, uint64_t to)
+{
+    RELO_ASSERT(plan->slides && slice->page->fenced && slice->state == RELO_SLICE_LIVE && to < slice->offset);
+    if (!plan_grow(plan)) return false;
+    plan->moves[plan->count++] = (relo_move){slice, NULL, to, slice->slot, RELO_FATE_PLANNED};
+    plan->bytes += slice->size;
+    return true;
 }
 
 bool relo__pass_plan_page(relo_pass *plan, relo_pool *target, relo_page *page, relo_new_page new_page)
@@ -242,21 +251,67 @@ static relo_status wait_for_work(relo_device *d, const relo_pass *pass)
     return RELO_OK;
 }
 
+/* The copies of one move: one for a move to another slice; for a slide,
+ * pieces no longer than the distance it slides, lowest first, so no copy's
+ * source and target overlap and each piece reads bytes no earlier piece
+ * wrote (the backend runs them in order, relo_backend.h). */
+static uint32_t chunk_count(const relo_move *mv)
+{
+    if (mv->dst) return 1;
+    uint64_t gap = mv->src->offset - mv->slide_to;
+    return (uint32_t)((mv->src->size + gap - 1) / gap);
+}
+
+/* Enqueues piece k of mv, or with undo the copy that puts its bytes back. */
+static relo_status copy_chunk(relo_backend *b, const relo_move *mv, uint32_t k, bool undo)
+{
+    const relo_slice *src = mv->src;
+    if (mv->dst) return b->ops.copy(b->ctx, src->page->buffer, src->offset, mv->dst->page->buffer, mv->dst->offset, src->size);
+    uint64_t gap = src->offset - mv->slide_to, at = (uint64_t)k * gap;
+    uint64_t n = relo__min(gap, src->size - at);
+    void *buf = src->page->buffer;
+    if (undo) return b->ops.copy(b->ctx, buf, mv->slide_to + at, buf, src->offset + at, n);
+    return b->ops.copy(b->ctx, buf, src->offset + at, buf, mv->slide_to + at, n);
+}
+
+/* After a refused enqueue at piece k of move i, every piece before landed:
+ * the slides among them overwrote their sources, so they are played back
+ * in reverse order (each piece's target is its own, so each undo finds the
+ * bytes its piece wrote). Returns whether every undo landed. */
+static bool undo_slides(relo_backend *b, const relo_pass *pass, uint32_t i, uint32_t k)
+{
+    bool any = false;
+    for (uint32_t m = i + 1; m-- > 0;) {
+        const relo_move *mv = &pass->moves[m];
+        uint32_t end = m == i ? k : chunk_count(mv);
+        if (mv->dst) continue;
+        for (uint32_t c = end; c-- > 0;) {
+            if (copy_chunk(b, mv, c, true) != RELO_OK) return false;
+            any = true;
+        }
+    }
+    return !any || b->ops.wait_copies(b->ctx) == RELO_OK;
+}
+
 relo_copy_outcome relo__pass_copy(relo_pass *pass)
 {
     relo_device *d = pass->device;
     relo_backend *b = d->backend;
     if (wait_for_work(d, pass) != RELO_OK) return RELO_COPY_ABANDONED;
     relo_status enqueued = RELO_OK;
-    for (uint32_t i = 0; i < pass->count && enqueued == RELO_OK; i++) {
+    uint32_t i = 0, k = 0;
+    for (; i < pass->count && enqueued == RELO_OK; i++) {
         const relo_move *mv = &pass->moves[i];
-        enqueued = b->ops.copy(b->ctx, mv->src->page->buffer, mv->src->offset, mv->dst->page->buffer,
-                               mv->dst->offset, mv->src->size);
+        uint32_t n = chunk_count(mv);
+        for (k = 0; k < n && enqueued == RELO_OK; k++) enqueued = copy_chunk(b, mv, k, false);
     }
     /* Always wait: a refused enqueue says nothing of the copies before it. */
     if (b->ops.wait_copies(b->ctx) != RELO_OK) return RELO_COPY_UNKNOWN;
-    if (enqueued != RELO_OK) return RELO_COPY_ABANDONED;
-    return RELO_COPY_LANDED;
+    if (enqueued == RELO_OK) return RELO_COPY_LANDED;
+    /* The loops stepped past the refused piece: it is piece k - 1 of move
+     * i - 1, and was not enqueued. */
+    if (pass->slides && !undo_slides(b, pass, i - 1, k - 1)) return RELO_COPY_UNKNOWN;
+    return RELO_COPY_ABANDONED;
 }
 
 /* Commits the moves still PLANNED (the others are left to the caller);
@@ -273,9 +328,11 @@ static uint32_t commit(relo_device *d, relo_pass *plan)
         uint64_t size = src->size;
         relo_slot *slot = relo__handle_slot(&d->handles, mv->slot);
         RELO_ASSERT(slot->pins == 0);
-        relo__pool_slice_promote(dst->page->pool, dst, size, mv->slot);
-        slot->slice = dst; /* withdrawn when the pass opened; the next locked resolve publishes */
-        relo__pool_slice_free(src->page->pool, src);
+        if (dst) {
+            relo__pool_slice_promote(dst->page->pool, dst, size, mv->slot);
+            slot->slice = dst; /* withdrawn when the pass opened; the next locked resolve publishes */
+            relo__pool_slice_free(src->page->pool, src);
+        } /* a slide's slice took its new offset when its page was packed */
         if (s->relocation_pass != pass) {
             s->relocation_pass = pass;
             s->counters.relocations++;
@@ -309,8 +366,11 @@ static void leak_all(relo_pass *plan)
     for (uint32_t i = 0; i < plan->count; i++) {
         relo_move *mv = &plan->moves[i];
         mv->src->leak_on_free = true; /* the handle keeps its bytes at the source */
-        relo__pool_slice_leak(mv->dst->page->pool, mv->dst);
+        if (mv->dst) relo__pool_slice_leak(mv->dst->page->pool, mv->dst);
     }
+    /* A slide's targets are its page's free room. */
+    for (uint32_t i = 0; plan->slides && i < plan->fence_count; i++)
+        relo__pool_page_leak_free(plan->fences[i]->pool, plan->fences[i]);
 }
 
 void relo__pass_begin(relo_pass *pass, relo_device *d, relo_reason reason)
@@ -391,6 +451,10 @@ bool relo__pass_close(relo_pass *plan, relo_copy_outcome outcome)
     if (plan->count > 0) {
         switch (outcome) {
         case RELO_COPY_LANDED:
+            /* Every slide landed, the vetoed ones too (a slide is never
+             * skipped): the slid pages' bookkeeping follows the bytes. */
+            for (uint32_t i = 0; plan->slides && i < plan->fence_count; i++)
+                relo__pool_page_pack(plan->fences[i]->pool, plan->fences[i]);
             moved = commit(d, plan) > 0;
             break;
         case RELO_COPY_ABANDONED:
@@ -413,7 +477,7 @@ bool relo__pass_close(relo_pass *plan, relo_copy_outcome outcome)
         for (uint32_t i = 0; i < plan->count; i++) {
             relo_move *mv = &plan->moves[i];
             if (outcome == RELO_COPY_LANDED && mv->fate == RELO_FATE_PLANNED) continue;
-            if (outcome != RELO_COPY_UNKNOWN) relo__pool_slice_free(mv->dst->page->pool, mv->dst);
+            if (outcome != RELO_COPY_UNKNOWN && mv->dst) relo__pool_slice_free(mv->dst->page->pool, mv->dst);
             if (mv->fate == RELO_FATE_DROPPED) {
                 relo__stats_freed(mv->src->page->pool->stream, mv->src->size);
                 relo__pool_slice_free(mv->src->page->pool, mv->src);

@@ -31,11 +31,15 @@ typedef enum relo_move_fate {
 const char *relo__move_fate_name(relo_move_fate fate);
 
 /** One move of a pass: an allocation's slot, its source and its target.
- *  src, dst and slot never change while the pass is open; fate may (device
- *  lock). */
+ *  A slide (dst NULL, slide.h) moves the allocation down its own page to
+ *  offset slide_to, over free room and possibly over its own bytes; its
+ *  slice node stays and takes the new offset when the pass commits.
+ *  src, dst, slide_to and slot never change while the pass is open; fate
+ *  may (device lock). */
 typedef struct relo_move {
     relo_slice *src;
-    relo_slice *dst;
+    relo_slice *dst;        /* NULL: a slide */
+    uint64_t slide_to;      /* a slide's new offset in src's page (< src->offset) */
     uint32_t slot;
     uint8_t fate;           /* relo_move_fate */
 } relo_move;
@@ -76,7 +80,10 @@ struct relo_pass {
     uint64_t max_bytes;     /* 0 = no bound */
     uint64_t max_ns;        /* 0 = no bound */
     uint32_t max_moves;     /* 0 = no bound */
-    relo_page **fences;     /* compaction sources, unfenced when the pass closes */
+    relo_page **fences;     /* compaction sources, or the pages a slide pass packs;
+                               unfenced when the pass closes */
+    bool slides;            /* a slide pass (slide.h): every move is a slide, every
+                               fenced page is packed on commit */
     uint32_t fence_count, fence_cap;
     relo_finish *finishes;  /* the streams' finishes, taken at open */
     uint32_t finish_count;
@@ -103,6 +110,10 @@ bool relo__pass_plan_page(relo_pass *pass, relo_pool *target, relo_page *page, r
  *  page's end. All or nothing. */
 bool relo__pass_plan_slices(relo_pass *pass, relo_pool *target, struct relo_slice *first,
                             const struct relo_slice *end, relo_new_page new_page);
+
+/** Adds a slide of slice (LIVE, on a page fenced in this slide pass) down
+ *  to offset to. False: host memory ran out (nothing added). */
+bool relo__pass_add_slide(relo_pass *pass, relo_slice *slice, uint64_t to);
 
 /** Plans the outdated pages of one stream's arena (only non-NULL) or of
  *  every stream's, fewest live bytes first, within the pass's bounds. */
@@ -161,7 +172,9 @@ void relo__pass_settle(relo_device *device);
 bool relo__pass_wait_for_move(relo_device *device, const relo_slice *slice);
 
 /** A resolve, pin or write is about to use slice's bytes where they are: a
- *  move of it in the open pass is skipped. */
+ *  move of it in the open pass is skipped. A slide is never skipped: its
+ *  copies overwrite the source, so every other thread waits it out
+ *  (relo__pass_is_slide) and only the pass's own thread could get here. */
 static inline void relo__pass_veto(relo_device *device, relo_slice *slice);
 
 /** The allocation on slice is released while its move is open: the move is
@@ -212,7 +225,15 @@ static inline void relo__pass_veto(relo_device *device, relo_slice *slice)
 {
     if (slice->move == 0) return;
     relo_move *mv = &device->open_pass->moves[slice->move - 1];
-    if (mv->fate == RELO_FATE_PLANNED) mv->fate = RELO_FATE_SKIPPED;
+    if (mv->fate == RELO_FATE_PLANNED && mv->dst) mv->fate = RELO_FATE_SKIPPED;
+}
+
+/** Whether slice is the source of a slide of the open pass: its bytes are
+ *  overwritten while the pass is open, so a resolve or read waits for the
+ *  pass (relo__pass_wait_for_move) instead of using them. */
+static inline bool relo__pass_is_slide(const relo_device *device, const relo_slice *slice)
+{
+    return slice->move != 0 && device->open_pass->moves[slice->move - 1].dst == NULL;
 }
 
 #endif /* RELO_RELOCATION_H */

@@ -17,6 +17,7 @@
 #include "persistent_pool.h"
 #include "relocation.h"
 #include "sliced_pool.h"
+#include "slide.h"
 #include "trim.h"
 
 #define EXCLUSIVE_MIN_BUCKET (32 * RELO_KiB)
@@ -178,13 +179,23 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
         relo__trim(d, NULL, 0); /* every stream's cached pages count against the device */
         st = route(s, size, slot, &slice);
         /* Still refused, with free room scattered over the pages: clear
-         * one hole of the request's size and take it. */
+         * one hole of the request's size and take it; where no other page
+         * has the room, pack pages in place so their room joins up
+         * (slide.h), take it, or empty pages into the runs that opened. */
         uint64_t padded;
         if (st == RELO_ERR_OUT_OF_MEMORY && size > 0 && d->desc.policy == RELO_POLICY_DENSE &&
             d->desc.layout == RELO_LAYOUT_ADAPTIVE && effective_mode(s) == RELO_MODE_AUTO &&
-            relo__pad_size(size, d->alignment, UINT64_MAX, &padded) &&
-            relo__compact_make_room(d, relo__dense_pool_for(s, padded), padded))
-            st = route(s, size, slot, &slice);
+            relo__pad_size(size, d->alignment, UINT64_MAX, &padded)) {
+            relo_pool *pool = relo__dense_pool_for(s, padded);
+            if (relo__compact_make_room(d, pool, padded)) {
+                st = route(s, size, slot, &slice);
+            } else if (relo__slide_make_room(d, pool, padded)) {
+                st = route(s, size, slot, &slice);
+                if (st == RELO_ERR_OUT_OF_MEMORY &&
+                    relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE) > 0)
+                    st = route(s, size, slot, &slice);
+            }
+        }
     } else if (st == RELO_ERR_PAGE_SIZES_EXHAUSTED) {
         relo__relocate(d, s, RELO_REASON_ARENA_FULL);
         relo__device_cleanup_periodic(d);

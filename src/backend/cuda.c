@@ -143,6 +143,8 @@ static relo_status cu_copy(void *ctx, void *src, uint64_t src_offset, void *dst,
     if (n > SIZE_MAX) return RELO_ERR_BACKEND;
     relo_status s = push(c);
     if (s != RELO_OK) return s;
+    /* One stream runs its copies in the order enqueued, as relo_backend.h
+     * asks of copies whose ranges meet (a slide's pieces). */
     s = cuda_status(c, cuMemcpyDtoDAsync(ptr_of(dst, dst_offset), ptr_of(src, src_offset),
                                          (size_t)n, c->copy_stream));
     return pop(c, s);

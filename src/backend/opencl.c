@@ -25,6 +25,8 @@ typedef struct opencl_ctx {
     cl_context context;          /* retained */
     cl_device_id device;
     cl_command_queue copy_queue; /* retained */
+    bool out_of_order;           /* the copy queue may reorder commands: each
+                                    copy waits behind a barrier (set at creation) */
     pthread_mutex_t lock;        /* the four fields below */
     cl_command_queue *queues;    /* registered streams' queues, each retained */
     size_t queue_count;
@@ -132,8 +134,13 @@ static relo_status ocl_copy(void *ctx, void *src, uint64_t src_offset, void *dst
     opencl_ctx *c = ctx;
     if (n == 0) return RELO_OK;
     if (src_offset > SIZE_MAX || dst_offset > SIZE_MAX || n > SIZE_MAX) return RELO_ERR_BACKEND;
-    cl_int err = clEnqueueCopyBuffer(c->copy_queue, (cl_mem)src, (cl_mem)dst, (size_t)src_offset,
-                                     (size_t)dst_offset, (size_t)n, 0, NULL, NULL);
+    /* Copies take effect in the order enqueued (relo_backend.h): a slide's
+     * pieces read what the piece before wrote over. An in-order queue does
+     * that by itself; an out-of-order one gets a barrier before each copy. */
+    cl_int err = c->out_of_order ? clEnqueueBarrierWithWaitList(c->copy_queue, 0, NULL, NULL) : CL_SUCCESS;
+    if (err == CL_SUCCESS)
+        err = clEnqueueCopyBuffer(c->copy_queue, (cl_mem)src, (cl_mem)dst, (size_t)src_offset,
+                                  (size_t)dst_offset, (size_t)n, 0, NULL, NULL);
     return opencl_status(c, err, 0);
 }
 
@@ -272,9 +279,12 @@ relo_status relo_backend_opencl_create(cl_context context, cl_device_id device,
 
     cl_context qctx = NULL;
     cl_device_id qdev = NULL;
+    cl_command_queue_properties qprops = 0;
     cl_int err = clGetCommandQueueInfo(copy_queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
     if (err == CL_SUCCESS)
         err = clGetCommandQueueInfo(copy_queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetCommandQueueInfo(copy_queue, CL_QUEUE_PROPERTIES, sizeof qprops, &qprops, NULL);
     if (err != CL_SUCCESS) return create_status(err);
     if (qctx != context || qdev != device) return RELO_ERR_INVALID_ARGUMENT;
 
@@ -287,6 +297,7 @@ relo_status relo_backend_opencl_create(cl_context context, cl_device_id device,
     c->context = context;
     c->device = device;
     c->copy_queue = copy_queue;
+    c->out_of_order = (qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;
     c->last_error = CL_SUCCESS;
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
         relo__free(c);

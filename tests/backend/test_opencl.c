@@ -89,6 +89,8 @@ typedef struct wrap {
     relo_backend *inner;
     bool refuse_copies;
     bool fail_wait_copies;
+    uint32_t max_buffers;  /* alloc answers out of memory past this many; 0 = no limit */
+    uint32_t buffers;      /* buffers held */
     char log[1024]; /* 'D' wait_device, 'C' copy, 'W' wait_copies */
     size_t log_len;
 } wrap;
@@ -102,12 +104,16 @@ static void wrap_note(wrap *w, char c)
 static relo_status wrap_alloc(void *ctx, uint64_t size, void **buffer, uint64_t *address)
 {
     wrap *w = ctx;
-    return w->inner->ops.alloc(w->inner->ctx, size, buffer, address);
+    if (w->max_buffers && w->buffers >= w->max_buffers) return RELO_ERR_OUT_OF_MEMORY;
+    relo_status st = w->inner->ops.alloc(w->inner->ctx, size, buffer, address);
+    if (st == RELO_OK) w->buffers++;
+    return st;
 }
 
 static void wrap_free(void *ctx, void *buffer, uint64_t size)
 {
     wrap *w = ctx;
+    w->buffers--;
     w->inner->ops.free(w->inner->ctx, buffer, size);
 }
 
@@ -520,6 +526,92 @@ CHECK_TEST(a27_failed_copy_wait_leaks_both_sides)
     require_ok(relo_release(d, small));
     require_ok(relo_release(d, big));
     dev_close(&f, &e);
+}
+
+/* Packing a page in place (slide.h) on the device: two pages (of the size
+ * the dense policy picks on this device) each hold 12 KiB allocations with
+ * a released 4 KiB hole after each; the device then refuses a third
+ * buffer, and a 16 KiB request fits only once the first page's
+ * allocations slide down, the k-th by 4k KiB. Each slide
+ * overlaps its own bytes: clEnqueueCopyBuffer refuses overlapping ranges
+ * of one buffer (CL_MEM_COPY_OVERLAP), so the request succeeds only if
+ * every piece is no longer than its slide, and the bytes are right only if
+ * the pieces ran in order. With out_of_order, relo's copy queue may reorder
+ * commands (the backend must then put barriers between them). */
+static void slide_on_device(bool out_of_order)
+{
+    cl_env e;
+    env_open(&e);
+    if (out_of_order) {
+        cl_int err = CL_SUCCESS;
+        cl_command_queue q = clCreateCommandQueue(e.context, e.device, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
+        if (err != CL_SUCCESS) {
+            env_close(&e);
+            check_skip("no out-of-order queue on this device");
+        }
+        (void)clReleaseCommandQueue(e.copy_queue);
+        e.copy_queue = q;
+    }
+    wrap *w = NULL;
+    relo_backend *b = make_wrapped(&e, &w);
+    require_true(b != NULL);
+    /* Pages of 64 KiB keep the scene small: four 12 KiB allocations each. */
+    if (b->props.max_page_size > 64 * KiB) b->props.max_page_size = 64 * KiB;
+    relo_device_desc dd;
+    memset(&dd, 0, sizeof dd);
+    dd.policy = RELO_POLICY_DENSE;
+    fx f;
+    memset(&f, 0, sizeof f);
+    require_ok(relo_device_create(&dd, b, &f.dev));
+    f.backend = b;
+    require_ok(relo_stream_create(f.dev, e.queues[0], &f.s));
+    relo_handle first;
+    require_ok(relo_reserve(f.s, 12 * KiB, &first));
+    const int pages = 2, per_page = (int)(stats_of(f.dev).bytes_reserved / (16 * KiB)), count = pages * per_page;
+    require_ok(relo_release(f.dev, first));
+    relo_handle *big = calloc((size_t)count, sizeof *big), *small = calloc((size_t)count, sizeof *small);
+    relo_binding *before = calloc((size_t)count, sizeof *before);
+    require_true(big && small && before);
+    for (int i = 0; i < count; i++) {
+        require_ok(relo_reserve(f.s, 12 * KiB, &big[i]));
+        require_ok(relo_reserve(f.s, 4 * KiB, &small[i]));
+        require_ok(fx_write_pattern(f.dev, big[i], (uint64_t)i + 1, 12 * KiB));
+    }
+    for (int i = 0; i < count; i++) require_ok(relo_release(f.dev, small[i]));
+    for (int i = 0; i < count; i++) before[i] = bind(f.s, big[i]);
+    relo_stats st = stats_of(f.dev);
+    require_eq(st.pages, pages);
+    require_eq(before[1].offset, 16 * KiB);
+    w->max_buffers = w->buffers; /* the device is full */
+
+    relo_handle ask;
+    expect_ok(relo_reserve(f.s, 16 * KiB, &ask));
+    st = stats_of(f.dev);
+    expect_eq(st.allocations_moved, (uint64_t)per_page - 1);
+    expect_eq(st.relocations_abandoned, 0);
+    for (int i = 0; i < count; i++) {
+        relo_binding now = bind(f.s, big[i]);
+        expect_true(now.buffer == before[i].buffer);
+        expect_eq(now.offset, i < per_page ? (uint64_t)i * 12 * KiB : before[i].offset);
+        expect_true(fx_check_pattern(f.dev, big[i], (uint64_t)i + 1, 12 * KiB));
+    }
+    expect_ok(relo_device_check(f.dev));
+    expect_ok(relo_release(f.dev, ask));
+    for (int i = 0; i < count; i++) expect_ok(relo_release(f.dev, big[i]));
+    free(big);
+    free(small);
+    free(before);
+    dev_close(&f, &e);
+}
+
+CHECK_TEST(slide_in_place_copies_in_order_pieces)
+{
+    slide_on_device(false);
+}
+
+CHECK_TEST(slide_in_place_on_an_out_of_order_copy_queue)
+{
+    slide_on_device(true);
 }
 
 CHECK_TEST(a36_recording_stream_blocks_relocation)

@@ -2,8 +2,10 @@
  * mock_backend.h — a backend for unit tests, built through
  * relo_backend_create: buffers are malloc'ed blocks, every call is counted
  * and logged in order, copies are held back until wait_copies (as a real
- * device's asynchronous copies are), and any call of alloc, copy,
- * wait_device or wait_copies can be refused from its Nth occurrence on.
+ * device's asynchronous copies are, landing in the order enqueued), a copy
+ * whose source and target overlap is refused (as OpenCL refuses one), and
+ * any call of alloc, copy, wait_device or wait_copies can be refused from
+ * its Nth occurrence on.
  *
  * The mock's state (mock_ctx) belongs to the test, not to the device: it
  * outlives relo_device_destroy so a test can read the log afterwards.
@@ -71,6 +73,8 @@ typedef struct mock_ctx {
     size_t n_pending;
     uint64_t buffers_live;
     uint64_t bytes_held;
+    uint64_t overlapping_copies;    /* copies whose source and target overlap
+                                       (relo_backend.h forbids it): refused */
     bool destroyed;
     /* Called first thing in wait_device, on the thread that relocates
      * (tests of what other threads may do meanwhile). */
@@ -200,6 +204,12 @@ static relo_status mock_copy_(void *ctx, void *src, uint64_t src_offset, void *d
     relo_status r = RELO_OK;
     if (mock_refused_(m, MOCK_COPY))
         r = m->refuse_with[MOCK_COPY] ? m->refuse_with[MOCK_COPY] : RELO_ERR_BACKEND;
+    /* As OpenCL's clEnqueueCopyBuffer does, a copy within one buffer whose
+     * ranges overlap is refused (and counted: a core bug). */
+    if (r == RELO_OK && src == dst && src_offset < dst_offset + n && dst_offset < src_offset + n) {
+        m->overlapping_copies++;
+        r = RELO_ERR_INVALID_ARGUMENT;
+    }
     mock_log_(m, MOCK_COPY, n, r);
     if (m->n_log && m->n_log <= MOCK_LOG_MAX && m->log[m->n_log - 1].op == MOCK_COPY) {
         m->log[m->n_log - 1].dst = dst;

@@ -273,4 +273,45 @@ CHECK_TEST(refused_page_without_relocation_stays_refused)
     scene_close(&sc);
 }
 
+CHECK_TEST(refused_page_empties_fine_pages_into_the_large_pools_room)
+{
+    /* One 1.5 MiB allocation on a 2 MiB large-pool page (512 KiB free) and
+     * four fine pages of 64 KiB, each holding one 48 KiB allocation: no
+     * fine page has room for another's, so only the large pool's room can
+     * take them. The device is full; a 100 KiB request needs a new page. */
+    fx f;
+    relo_host_desc hd = fx_host();
+    hd.capacity = 2 * MiB + 4 * 64 * KiB;
+    relo_device_desc dd = dense_desc();
+    require_ok(fx_open(&f, &hd, &dd));
+    relo_handle large = fx_reserve(f.s, 1536 * KiB), fine[4];
+    require_ne(large.id, 0);
+    for (int i = 0; i < 4; i++) {
+        fine[i] = fx_reserve(f.s, 48 * KiB);
+        require_ne(fine[i].id, 0);
+        require_ok(fx_write_pattern(f.dev, fine[i], (uint64_t)i + 1, 48 * KiB));
+    }
+    relo_stats st = fx_stats(f.s);
+    require_eq(st.pages, 5);
+    require_eq(st.bytes_reserved, hd.capacity);
+    relo_binding big = fx_bind(f.s, large);
+
+    relo_handle ask = {0};
+    expect_ok(relo_reserve(f.s, 100 * KiB, &ask));
+    st = fx_stats(f.s);
+    expect_ge(st.allocations_moved, 2);
+    expect_eq(st.relocations_abandoned, 0);
+    int spilled = 0;
+    for (int i = 0; i < 4; i++) {
+        expect_true(fx_check_pattern(f.dev, fine[i], (uint64_t)i + 1, 48 * KiB));
+        spilled += fx_bind(f.s, fine[i]).buffer == big.buffer;
+    }
+    expect_eq((uint64_t)spilled, st.allocations_moved);
+    expect_ok(relo_device_check(f.dev));
+    expect_ok(relo_release(f.dev, ask));
+    for (int i = 0; i < 4; i++) expect_ok(relo_release(f.dev, fine[i]));
+    expect_ok(relo_release(f.dev, large));
+    fx_close(&f);
+}
+
 CHECK_MAIN()
