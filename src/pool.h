@@ -44,6 +44,9 @@ typedef struct relo_pool {
                                    allocations, so they share one page); 0 = none */
     uint64_t small_request_max; /* variable_pages: requests up to this ... */
     uint64_t small_request_page; /* ... get a new page of this size */
+    uint64_t last_own_page;     /* variable_pages: the last larger request given a page of its
+                                   own (a second one of that size gets a page of two copies
+                                   where that strands less) */
 
     relo_page **pages;          /* every page held, page->index is the position */
     uint32_t page_count, page_cap;

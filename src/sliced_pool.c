@@ -76,6 +76,7 @@ relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slo
     if (!f) {
         if (new_page == RELO_NEW_PAGE_NONE) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
         uint64_t page_size = relo__sliced_new_page_size(pool, length);
+        if (pool->variable_pages && length > pool->small_request_max) pool->last_own_page = length;
         if (new_page == RELO_NEW_PAGE_EXACT && pool->variable_pages &&
             (!relo__round_up(relo__max(length, pool->exact_hint), pool->granule, &page_size) ||
              page_size > pool->page_size))
@@ -94,6 +95,9 @@ relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slo
     if (st != RELO_OK && fresh) relo__pool_page_release(pool, fresh);
     return st;
 }
+
+/* A page's stranded tail beyond 1/this of its request is worth a second copy. */
+#define RELO_STRANDED_TAIL_DIVISOR 16u
 
 uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
 {
@@ -121,5 +125,16 @@ uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
         return best_page;
     }
     if (!relo__round_up(length, pool->granule, &page) || page > pool->page_size) page = pool->page_size;
+    /* A larger request has a page of its own. When the same size comes
+     * again and the granule strands a tail of more than the 1/16 slack
+     * packing allows (a 12.5 MiB request: 1.5 MiB of a 14 MiB page), a
+     * page of two copies is taken when it strands less per byte (26 MiB:
+     * 1 MiB for two). A size seen once (a growing workload) is not bet on. */
+    uint64_t two;
+    if (length == pool->last_own_page && (page - length) * RELO_STRANDED_TAIL_DIVISOR > length &&
+        length <= UINT64_MAX / 2 &&
+        relo__round_up(2 * length, pool->granule, &two) && two <= pool->page_size &&
+        (two - 2 * length) * page < (page - length) * two)
+        page = two;
     return page;
 }

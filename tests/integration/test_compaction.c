@@ -314,4 +314,33 @@ CHECK_TEST(refused_page_empties_fine_pages_into_the_large_pools_room)
     fx_close(&f);
 }
 
+/* A larger request gets a page of its own, in 2 MiB granules. When the
+ * same size comes again and the granule strands more than 1/16 of it, its
+ * page holds two copies where that strands less per byte: 12.5 MiB takes
+ * 14 MiB alone, then 26 MiB for two. A size seen once is not bet on. */
+CHECK_TEST(repeated_large_size_gets_a_page_of_two)
+{
+    fx f;
+    relo_device_desc dd = dense_desc();
+    relo_host_desc hd = fx_host();
+    require_ok(fx_open(&f, &hd, &dd));
+    const uint64_t s = 25 * MiB / 2;
+    relo_handle a = fx_reserve(f.s, s);
+    expect_eq(fx_stats(f.s).bytes_reserved, 14 * MiB);
+    relo_handle b = fx_reserve(f.s, s); /* the same size again: two copies */
+    expect_eq(fx_stats(f.s).bytes_reserved, 40 * MiB);
+    relo_handle c = fx_reserve(f.s, s); /* the second copy's room */
+    expect_eq(fx_stats(f.s).bytes_reserved, 40 * MiB);
+    expect_eq(fx_stats(f.s).backend_allocs, 2);
+    relo_handle d = fx_reserve(f.s, 27 * MiB / 2); /* a new size: a page of its own */
+    expect_eq(fx_stats(f.s).bytes_reserved, 54 * MiB);
+    relo_handle e = fx_reserve(f.s, 35 * MiB); /* strands 1 MiB, under 1/16: alone even when repeated */
+    relo_handle g = fx_reserve(f.s, 35 * MiB);
+    expect_eq(fx_stats(f.s).bytes_reserved, 126 * MiB); /* 36 MiB pages */
+    relo_handle all[] = {a, b, c, d, e, g};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) expect_ok(relo_release(f.dev, all[i]));
+    expect_ok(relo_device_check(f.dev));
+    fx_close(&f);
+}
+
 CHECK_MAIN()
