@@ -243,11 +243,11 @@ typedef struct relo_device_desc {
  *
  * Values: any byte count, or one of the two below. 1 keeps no empty page
  * beyond the live bytes. relo_device_desc_get reports the value in force
- * (the default as RELO_RELEASE_THRESHOLD_NEVER). docs/policy.md has what
- * each costs in backend calls and saves in memory over time, and why the
- * default is NEVER: the proportional threshold holds 1.03-1.07x the live
- * bytes over time on most traces but makes two of them fail at capacities
- * above the smallest one they fit.
+ * (the default as RELO_RELEASE_THRESHOLD_PROPORTIONAL). docs/policy.md has
+ * what each costs in backend calls and saves in memory over time: the
+ * proportional threshold holds 1.03-1.05x the live bytes over time on the
+ * GPU traces measured, and NEVER holds a workload's peak for good but asks
+ * the backend for memory least often.
  */
 /** Keep at most 1/16 of the bytes live (at least one allocation granule of
  *  the backend per dynamic pool of each stream) cached beyond them: the
@@ -259,7 +259,7 @@ typedef struct relo_device_desc {
  *  existed). */
 #define RELO_RELEASE_THRESHOLD_NEVER UINT64_MAX
 /** What 0 in relo_device_desc.release_threshold stands for. */
-#define RELO_RELEASE_THRESHOLD_DEFAULT RELO_RELEASE_THRESHOLD_NEVER
+#define RELO_RELEASE_THRESHOLD_DEFAULT RELO_RELEASE_THRESHOLD_PROPORTIONAL
 
 /**
  * Creates a device over a backend.

@@ -45,8 +45,8 @@ void options_usage(FILE *f)
         "                             charges; default 2M (CUDA's), 1 = plain bytes\n"
         "  --release-threshold BYTES|proportional|never\n"
         "                             relo_device_desc.release_threshold: empty pages\n"
-        "                             kept beyond the live bytes (default never: no\n"
-        "                             threshold; proportional: 1/16 of them)\n"
+        "                             kept beyond the live bytes (default\n"
+        "                             proportional: 1/16 of them; never: no threshold)\n"
         "  --layout adaptive|exclusive\n",
         f);
     fputs(

@@ -258,7 +258,7 @@ CHECK_TEST(default_threshold_is_reported)
     relo_device_desc got;
     expect_ok(relo_device_desc_get(f.dev, &got));
     expect_eq(got.release_threshold, RELO_RELEASE_THRESHOLD_DEFAULT);
-    expect_eq(RELO_RELEASE_THRESHOLD_DEFAULT, RELO_RELEASE_THRESHOLD_NEVER);
+    expect_eq(RELO_RELEASE_THRESHOLD_DEFAULT, RELO_RELEASE_THRESHOLD_PROPORTIONAL);
     fx_close(&f);
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
