@@ -402,14 +402,18 @@ void relo__device_cleanup_off_lock(relo_device *d)
     relo_buffer_free *bufs = relo__malloc(cap * sizeof *bufs);
     uint32_t n = 0;
     cleanup(d, bufs, bufs ? cap : 0, &n);
-    if (n && d->releaser.running && relo__releaser_push(&d->releaser, bufs, n)) n = 0;
-    if (n) {
-        relo_backend *b = d->backend;
-        relo__device_unlock(d);
-        for (uint32_t i = 0; i < n; i++) b->ops.free(b->ctx, bufs[i].buffer, bufs[i].size);
-        relo__device_lock(d);
-    }
+    relo__device_free_buffers(d, bufs, n);
     relo__free(bufs);
+}
+
+void relo__device_free_buffers(relo_device *d, const relo_buffer_free *bufs, uint32_t n)
+{
+    if (n == 0) return;
+    if (d->releaser.running && relo__releaser_push(&d->releaser, bufs, n)) return;
+    relo_backend *b = d->backend;
+    relo__device_unlock(d);
+    for (uint32_t i = 0; i < n; i++) b->ops.free(b->ctx, bufs[i].buffer, bufs[i].size);
+    relo__device_lock(d);
 }
 
 static void release_empty(relo_pool *pool, void *user)

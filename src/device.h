@@ -88,6 +88,11 @@ void relo__device_cleanup_periodic(relo_device *device);
  */
 void relo__device_cleanup_off_lock(relo_device *device);
 
+/** Frees detached page buffers (relo__pool_page_detach) without the device
+ *  lock: hands them to the release thread, or drops the lock, frees them
+ *  and takes it again. The lock is held; other threads may run meanwhile. */
+void relo__device_free_buffers(relo_device *device, const relo_buffer_free *bufs, uint32_t n);
+
 /**
  * Explicit cleanup of one stream (only non-NULL) or of every stream:
  * relocates with reason EXPLICIT (when relocation is on and no pass is

@@ -6,6 +6,7 @@
  */
 #include "trim.h"
 
+#include "hostmem.h"
 #include "relocation.h"
 
 uint64_t relo__trim_live(const relo_device *d)
@@ -36,7 +37,26 @@ static bool over(const relo_device *d, uint64_t keep)
 typedef struct trim_walk {
     uint64_t keep;
     uint64_t released;
+    relo_buffer_free *bufs;     /* detached, freed without the lock after the walk */
+    uint32_t count, cap;
 } trim_walk;
+
+/* Takes p out of its pool; its buffer goes into w to be freed after the
+ * walk, or at once (under the lock) when w cannot hold it. */
+static void give_back(trim_walk *w, relo_pool *pool, relo_page *p)
+{
+    if (w->count == w->cap) {
+        uint32_t cap = w->cap ? w->cap * 2 : 8;
+        relo_buffer_free *b = relo__realloc(w->bufs, cap * sizeof *b);
+        if (!b) {
+            relo__pool_page_release(pool, p);
+            return;
+        }
+        w->bufs = b;
+        w->cap = cap;
+    }
+    relo__pool_page_detach(pool, p, &w->bufs[w->count++]);
+}
 
 static void trim_pool(relo_pool *pool, void *user)
 {
@@ -50,18 +70,22 @@ static void trim_pool(relo_pool *pool, void *user)
         relo_page *p = pool->pages[i];
         if (p->occupied || p->guards || p->pending || p->fenced || p->transfers) continue;
         w->released += p->size;
-        relo__pool_page_release(pool, p);
+        give_back(w, pool, p);
     }
 }
 
 uint64_t relo__trim(relo_device *d, struct relo_stream *only, uint64_t keep)
 {
     if (d->recording || d->bytes_empty == 0 || !over(d, keep)) return 0;
-    trim_walk w = {keep, 0};
+    trim_walk w = {keep, 0, NULL, 0, 0};
     uint32_t first, end;
     relo__device_scope(d, only, &first, &end);
     for (uint32_t s = first; s < end && d->bytes_empty && over(d, keep); s++)
         relo__stream_each_pool(d->streams[s], trim_pool, &w);
+    /* The backend's frees, which can cost as much as a copy, keep no other
+     * thread waiting on the device lock. */
+    relo__device_free_buffers(d, w.bufs, w.count);
+    relo__free(w.bufs);
     return w.released;
 }
 

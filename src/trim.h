@@ -31,7 +31,9 @@ uint64_t relo__trim_threshold(const relo_device *device);
  * non-NULL) or of every stream while the device holds more than
  * live + keep bytes. Pages that are guarded, fenced, queued to go back,
  * or in a transfer stay. Returns the bytes given back. Does nothing while
- * a stream records.
+ * a stream records. The device lock is held; it is dropped while the
+ * backend frees the buffers (relo__device_free_buffers), so other threads
+ * may run meanwhile.
  */
 uint64_t relo__trim(relo_device *device, struct relo_stream *only, uint64_t keep);
 

@@ -24,6 +24,7 @@ typedef struct gate {
     mock_ctx *mock;          /* with full: */
     bool full;               /* allocs are refused until a free passes the gate */
     bool reserved;           /* the reserving thread returned */
+    uint32_t at_gate;        /* frees waiting at the shut gate now */
 } gate;
 
 static gate the_gate = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .open = true};
@@ -32,7 +33,10 @@ static void free_hook(void *user)
 {
     gate *g = user;
     pthread_mutex_lock(&g->mu);
+    g->at_gate++;
+    pthread_cond_broadcast(&g->cv);
     while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
+    g->at_gate--;
     g->frees++;
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mu);
@@ -191,6 +195,64 @@ CHECK_TEST(refused_page_waits_for_queued_frees)
     expect_ok(relo_release(d, r.h));
     expect_ok(relo_release(d, a));
     expect_ok(relo_release(d, big));
+    expect_ok(relo_device_destroy(d));
+    expect_eq(m.buffers_live, 0);
+}
+
+typedef struct trimmer {
+    relo_device *d;
+    uint64_t released;
+    relo_status st;
+} trimmer;
+
+static void *trim_thread(void *arg)
+{
+    trimmer *t = arg;
+    t->st = relo_trim(t->d, 0, &t->released);
+    return NULL;
+}
+
+/* relo_trim (and the release threshold at the end of a reservation) free
+ * page buffers without the device lock, on the calling thread by default:
+ * while the backend's free waits at the gate, another thread pins. */
+CHECK_TEST(trim_frees_without_the_lock)
+{
+    static mock_ctx m;
+    gate *g = &the_gate;
+    relo_backend *b = NULL;
+    require_ok(mock_backend_create(&m, NULL, &b));
+    g->open = true;
+    g->frees = g->at_gate = 0;
+    g->full = false;
+    m.free_hook = free_hook;
+    m.free_user = g;
+    relo_device *d = NULL;
+    require_ok(relo_device_create(NULL, b, &d)); /* dense, frees inline */
+    relo_stream *s = NULL;
+    require_ok(relo_stream_create(d, NULL, &s));
+    relo_handle a = fx_reserve(s, 12 * MiB), gone = fx_reserve(s, 20 * MiB); /* a page each */
+    require_true(a.id && gone.id);
+    expect_ok(relo_release(d, gone)); /* its page empties, and stays cached */
+    relo_stats before = fx_stats(s);
+
+    alarm(60); /* a free under the lock would keep the pin waiting: die, not hang */
+    gate_set(g, false);
+    trimmer t = {d, 0, RELO_ERR_CORRUPT};
+    pthread_t th;
+    require_eq(pthread_create(&th, NULL, trim_thread, &t), 0);
+    pthread_mutex_lock(&g->mu);
+    while (g->at_gate == 0) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    relo_binding bd;
+    expect_ok(relo_pin(s, a, &bd));
+    expect_ok(relo_unpin(d, a));
+    gate_set(g, true);
+    require_eq(pthread_join(th, NULL), 0);
+    alarm(0);
+    expect_ok(t.st);
+    expect_true(t.released > 0);
+    expect_eq(fx_stats(s).bytes_reserved, before.bytes_reserved - t.released);
+    expect_ok(relo_release(d, a));
     expect_ok(relo_device_destroy(d));
     expect_eq(m.buffers_live, 0);
 }
