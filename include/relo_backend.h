@@ -10,8 +10,10 @@
  *     thread running a relocation pass (one pass at a time per device, so
  *     never two of these at once), while other threads may call alloc,
  *     free, flush, stream_add, stream_remove, read and write. So does free
- *     for the pages a pass emptied, once the pass has closed: it may overlap
- *     an alloc, and whatever capacity accounting the two share needs a lock.
+ *     for the pages a pass emptied, once the pass has closed, and for the
+ *     empty pages the release threshold or relo_trim gives back: it may
+ *     overlap an alloc, and whatever capacity accounting the two share
+ *     needs a lock.
  *   - With RELO_PAGE_FREE_THREAD, free comes from the device's own thread,
  *     without the lock, and may overlap any operation, another free
  *     included (the lock-held frees of other pages go on meanwhile).
