@@ -140,11 +140,8 @@ bool relo__handle_resolve_fast(const relo_handle_table *t, relo_handle h, relo_b
     uint32_t index = (uint32_t)(h.id & SLOT_MASK);
     uint32_t tag = (uint32_t)((h.id >> TAG_SHIFT) & RELO_HANDLE_TAG_MAX);
     if (tag != t->tag || index == 0) return false;
-    uint32_t j = index - 1 + (1u << RELO_HANDLE_CHUNK0_BITS);
-    uint32_t k = relo__log2(j) - RELO_HANDLE_CHUNK0_BITS;
-    relo_slot *chunk = atomic_load_explicit(&((relo_handle_table *)t)->chunks[k], memory_order_acquire);
-    if (!chunk) return false;
-    relo_slot *s = &chunk[j - (1u << (k + RELO_HANDLE_CHUNK0_BITS))];
+    relo_slot *s = relo__handle_slot_if_made(t, index - 1);
+    if (!s) return false;
     uint64_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
     if (q & 1u) return false;
     uint64_t id = atomic_load_explicit(&s->id, memory_order_relaxed);

@@ -105,12 +105,19 @@ void relo__handle_free(relo_handle_table *t, uint32_t slot);
  *  device's, or a slot whose reservation has not returned yet). */
 relo_slot *relo__handle_lookup(relo_handle_table *t, relo_handle h);
 
-/** The slot at index i (< t->count). */
-static inline relo_slot *relo__handle_slot(const relo_handle_table *t, uint32_t i)
+/** The slot at index i (< RELO_HANDLE_SLOT_MAX), or NULL while its chunk
+ *  has not been made. Safe without the lock. */
+static inline relo_slot *relo__handle_slot_if_made(const relo_handle_table *t, uint32_t i)
 {
     uint32_t j = i + (1u << RELO_HANDLE_CHUNK0_BITS), k = relo__log2(j) - RELO_HANDLE_CHUNK0_BITS;
     relo_slot *chunk = atomic_load_explicit(&((relo_handle_table *)t)->chunks[k], memory_order_acquire);
-    return &chunk[j - (1u << (k + RELO_HANDLE_CHUNK0_BITS))];
+    return chunk ? &chunk[j - (1u << (k + RELO_HANDLE_CHUNK0_BITS))] : NULL;
+}
+
+/** The slot at index i (< t->count). */
+static inline relo_slot *relo__handle_slot(const relo_handle_table *t, uint32_t i)
+{
+    return relo__handle_slot_if_made(t, i);
 }
 
 /** Publishes the slot's binding from its slice when the slot is live,

@@ -21,7 +21,6 @@ static void *release_loop(void *arg)
         b->ops.free(b->ctx, buf.buffer, buf.size);
         pthread_mutex_lock(&r->mu);
         r->freeing--;
-        r->freed++;
         if (r->count == 0 && r->freeing == 0) pthread_cond_broadcast(&r->idle);
     }
     pthread_mutex_unlock(&r->mu);

@@ -33,7 +33,6 @@ typedef struct relo_releaser {
     relo_buffer_free *queue;
     uint32_t count, cap;
     uint32_t freeing;           /* buffers being freed now */
-    uint64_t freed;             /* buffers the thread gave back, ever */
     bool stop;
     bool running;               /* the thread exists */
 } relo_releaser;
