@@ -60,14 +60,21 @@ static void graph_free(struct relo_graph *g)
     relo__free(g);
 }
 
+/* The one place a capture state changes, so the flag relo_resolve reads
+ * without the lock always says whether the stream records. */
+static void set_state(relo_capture *c, relo_capture_state state)
+{
+    c->state = state;
+    atomic_store_explicit(&c->recording, state == RELO_CAPTURE_RECORDING, memory_order_relaxed);
+}
+
 void relo__capture_reset(struct relo_stream *stream)
 {
     relo_capture *c = &stream->capture;
     if (c->state == RELO_CAPTURE_RECORDING) stream->device->recording--;
     if (c->graph) graph_free(c->graph);
     c->graph = NULL;
-    c->state = RELO_CAPTURE_IDLE;
-    atomic_store_explicit(&c->recording, false, memory_order_relaxed);
+    set_state(c, RELO_CAPTURE_IDLE);
     c->doom = RELO_OK;
 }
 
@@ -87,7 +94,7 @@ relo_status relo_capture_prepare(relo_stream *stream)
             /* Empty outdated pages now, before any of them can be guarded. */
             relo__relocate(d, NULL, RELO_REASON_CAPTURE);
             relo__device_cleanup_periodic(d);
-            stream->capture.state = RELO_CAPTURE_PREPARED;
+            set_state(&stream->capture, RELO_CAPTURE_PREPARED);
             st = RELO_OK;
         }
     }
@@ -114,8 +121,7 @@ relo_status relo_capture_begin(relo_stream *stream)
             stream->capture.epoch = ++d->capture_epoch;
             if (stream->capture.epoch == 0) stream->capture.epoch = ++d->capture_epoch;
             stream->capture.doom = RELO_OK;
-            stream->capture.state = RELO_CAPTURE_RECORDING;
-            atomic_store_explicit(&stream->capture.recording, true, memory_order_relaxed);
+            set_state(&stream->capture, RELO_CAPTURE_RECORDING);
             d->recording++;
             st = RELO_OK;
         }
@@ -135,8 +141,7 @@ relo_status relo_capture_end(relo_stream *stream, relo_graph **out)
         st = c->doom;
         struct relo_graph *g = c->graph;
         c->graph = NULL;
-        c->state = RELO_CAPTURE_IDLE;
-        atomic_store_explicit(&c->recording, false, memory_order_relaxed);
+        set_state(c, RELO_CAPTURE_IDLE);
         c->doom = RELO_OK;
         d->recording--;
         if (st == RELO_OK) {
