@@ -95,6 +95,13 @@ static bool grow(relo_device *d, relo_stream *s, relo_handle *a, relo_handle *bi
     return big->id && fx_stats(s).outdated_pages == 1;
 }
 
+/* A device of open_device with one stream grown as grow says. */
+static bool open_grown(mock_ctx *m, gate *g, relo_device **d, relo_stream **s, relo_handle *a, relo_handle *big)
+{
+    *d = open_device(m, g);
+    return *d && relo_stream_create(*d, NULL, s) == RELO_OK && grow(*d, *s, a, big);
+}
+
 /* The reclaim returns while the emptied page's free is still held at the
  * gate: it runs on another thread, and the allocation is in its new place
  * with every byte. */
@@ -102,12 +109,10 @@ CHECK_TEST(reclaim_returns_before_the_free)
 {
     static mock_ctx m;
     gate *g = &the_gate;
-    relo_device *d = open_device(&m, g);
-    require_true(d != NULL);
+    relo_device *d = NULL;
     relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, NULL, &s));
     relo_handle a, big;
-    require_true(grow(d, s, &a, &big));
+    require_true(open_grown(&m, g, &d, &s, &a, &big));
     relo_binding before = fx_bind(s, a);
 
     alarm(60); /* an inline free would wait at the shut gate: die, not hang */
@@ -161,12 +166,10 @@ CHECK_TEST(refused_page_waits_for_queued_frees)
 {
     static mock_ctx m;
     gate *g = &the_gate;
-    relo_device *d = open_device(&m, g);
-    require_true(d != NULL);
+    relo_device *d = NULL;
     relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, NULL, &s));
     relo_handle a, big;
-    require_true(grow(d, s, &a, &big));
+    require_true(open_grown(&m, g, &d, &s, &a, &big));
 
     alarm(60);
     gate_set(g, false);

@@ -433,6 +433,23 @@ static void gate_hook(void *user)
     pthread_mutex_unlock(&g->mu);
 }
 
+/* Waits until a thread stopped at the gate. */
+static void gate_wait_entered(gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    while (!g->entered) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Lets the thread at the gate go on. */
+static void gate_open(gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = true;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
 typedef struct pinner {
     relo_device *device;
     relo_stream *stream;
@@ -495,9 +512,7 @@ CHECK_TEST(device_wait_without_the_lock)
     reclaimer r = {f.s, RELO_ERR_CORRUPT};
     pthread_t t;
     require_eq(pthread_create(&t, NULL, reclaim_thread, &r), 0);
-    pthread_mutex_lock(&g.mu);
-    while (!g.entered) pthread_cond_wait(&g.cv, &g.mu);
-    pthread_mutex_unlock(&g.mu);
+    gate_wait_entered(&g);
 
     /* The reclaim is inside wait_device now; none of these may block. */
     relo_binding b;
@@ -520,10 +535,7 @@ CHECK_TEST(device_wait_without_the_lock)
     require_ne(more.id, 0);
     expect_ok(relo_release(f.dev, more));
 
-    pthread_mutex_lock(&g.mu);
-    g.open = true;
-    pthread_cond_broadcast(&g.cv);
-    pthread_mutex_unlock(&g.mu);
+    gate_open(&g);
     require_eq(pthread_join(t, NULL), 0);
     require_eq(pthread_join(pt, NULL), 0);
     alarm(0);
@@ -601,9 +613,7 @@ CHECK_TEST(resolve_without_the_lock)
     reserver r = {f.s2, 64 * MiB, {0}, RELO_ERR_CORRUPT};
     pthread_t t;
     require_eq(pthread_create(&t, NULL, reserve_thread, &r), 0);
-    pthread_mutex_lock(&g.mu);
-    while (!g.entered) pthread_cond_wait(&g.cv, &g.mu);
-    pthread_mutex_unlock(&g.mu);
+    gate_wait_entered(&g);
 
     relo_binding b;
     for (int i = 0; i < 1000; i++) {
@@ -614,10 +624,7 @@ CHECK_TEST(resolve_without_the_lock)
         expect_true(b.buffer == c_at.buffer && b.offset == c_at.offset && b.size == c_at.size);
     }
 
-    pthread_mutex_lock(&g.mu);
-    g.open = true;
-    pthread_cond_broadcast(&g.cv);
-    pthread_mutex_unlock(&g.mu);
+    gate_open(&g);
     require_eq(pthread_join(t, NULL), 0);
     alarm(0);
     m.alloc_hook = NULL;
