@@ -29,6 +29,7 @@
 #include "free_tree.h"
 #include "page.h"
 #include "relo.h"
+#include "util.h"
 
 #define RELO_FREE_SL_LOG 5u                        /* second level: 2^5 steps */
 #define RELO_FREE_SL_COUNT (1u << RELO_FREE_SL_LOG)
@@ -93,18 +94,6 @@ bool relo__free_index_check(const relo_free_index *index, uint64_t *count, const
 /* Insert, remove and the class of a length run on every reservation and
  * release: inline, so they cost no call. */
 
-/** The index of the highest set bit of v (> 0). */
-static inline uint32_t relo__msb64(uint64_t v)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return 63u - (uint32_t)__builtin_clzll(v);
-#else
-    uint32_t r = 0;
-    while (v >>= 1) r++;
-    return r;
-#endif
-}
-
 /** The class (first level, second level) a length belongs to. */
 static inline void relo__free_index_class(uint64_t length, uint32_t *fl, uint32_t *sl)
 {
@@ -114,7 +103,7 @@ static inline void relo__free_index_class(uint64_t length, uint32_t *fl, uint32_
         *sl = (uint32_t)length;
         return;
     }
-    uint32_t msb = relo__msb64(length);
+    uint32_t msb = relo__log2(length);
     *fl = msb - RELO_FREE_SL_LOG + 1u;
     *sl = (uint32_t)(length >> (msb - RELO_FREE_SL_LOG)) - RELO_FREE_SL_COUNT;
 }

@@ -38,11 +38,11 @@ static inline bool relo__round_up(uint64_t v, uint64_t align, uint64_t *out)
     return true;
 }
 
-/** floor(log2(v)) for v > 0. */
-static inline uint32_t relo__log2(uint32_t v)
+/** floor(log2(v)), the index of the highest set bit, for v > 0. */
+static inline uint32_t relo__log2(uint64_t v)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    return 31u - (uint32_t)__builtin_clz(v);
+    return 63u - (uint32_t)__builtin_clzll(v);
 #else
     uint32_t r = 0;
     while (v >>= 1) r++;
