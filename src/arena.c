@@ -7,16 +7,17 @@
 
 #include <string.h>
 
-#include "device.h"
 #include "hostmem.h"
 #include "sliced_pool.h"
 
-void relo__arena_init(relo_arena *arena, uint64_t alignment, uint64_t max_page)
+void relo__arena_init(relo_arena *arena, const relo_pool_home *home)
 {
+    uint64_t alignment = home->alignment;
     memset(arena, 0, sizeof *arena);
+    arena->home = home;
     arena->current = -1;
     arena->alignment = alignment;
-    arena->max_page = relo__round_down(max_page, alignment);
+    arena->max_page = relo__round_down(home->max_page, alignment);
     uint64_t floor = relo__min(2 * RELO_MiB, arena->max_page);
     if (!relo__round_up(floor, alignment, &arena->floor)) arena->floor = arena->max_page;
     if (arena->floor > arena->max_page) arena->floor = arena->max_page;
@@ -59,15 +60,14 @@ static int free_slot(const relo_arena *arena)
 
 static void pool_outdate(relo_pool *pool)
 {
-    relo_device *d = pool->stream->device;
     pool->outdated = true;
     for (uint32_t i = 0; i < pool->page_count; i++) {
         relo_page *p = pool->pages[i];
-        if (p->occupied == 0 && p->guards == 0) relo__device_queue_release(d, p);
+        if (p->occupied == 0 && p->guards == 0) relo__pool_queue_release(pool, p);
     }
 }
 
-static relo_status grow(relo_arena *arena, struct relo_stream *stream, uint64_t size, uint64_t page,
+static relo_status grow(relo_arena *arena, uint64_t size, uint64_t page,
                         uint32_t slot, bool allow_new_page, relo_slice **out)
 {
     if (!allow_new_page) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
@@ -75,7 +75,7 @@ static relo_status grow(relo_arena *arena, struct relo_stream *stream, uint64_t 
     if (i < 0) return RELO_ERR_PAGE_SIZES_EXHAUSTED;
     relo_pool *pool = relo__calloc(sizeof *pool);
     if (!pool) return RELO_ERR_HOST_MEMORY;
-    relo__pool_init(pool, RELO_POOL_SLICED, "arena", stream, page);
+    relo__pool_init(pool, RELO_POOL_SLICED, "arena", arena->home, page);
     pool->slot = i;
     /* The slot and the current pool change only once the page exists. */
     arena->slots[i] = pool;
@@ -95,7 +95,7 @@ static relo_status grow(relo_arena *arena, struct relo_stream *stream, uint64_t 
     return RELO_OK;
 }
 
-relo_status relo__arena_reserve(relo_arena *arena, struct relo_stream *stream, uint64_t size,
+relo_status relo__arena_reserve(relo_arena *arena, uint64_t size,
                                 uint32_t slot, bool allow_new_page, relo_slice **out)
 {
     uint64_t page = 0;
@@ -104,7 +104,7 @@ relo_status relo__arena_reserve(relo_arena *arena, struct relo_stream *stream, u
         return relo__sliced_reserve(relo__arena_current(arena), size, slot, RELO_SLICE_LIVE,
                                     allow_new_page, out);
     case RELO_FIT_GROW:
-        return grow(arena, stream, size, page, slot, allow_new_page, out);
+        return grow(arena, size, page, slot, allow_new_page, out);
     case RELO_FIT_TOO_BIG:
     case RELO_FIT_COUNT:
         break;

@@ -26,6 +26,7 @@ typedef struct relo_arena_shape {
 } relo_arena_shape;
 
 typedef struct relo_arena {
+    const relo_pool_home *home;     /* its pools' */
     relo_pool *slots[RELO_ARENA_SLOTS];
     int current;                /* slot of the current pool, -1 before the first */
     uint32_t pool_count;        /* slots holding a pool */
@@ -45,7 +46,7 @@ typedef enum relo_fit {
     RELO_FIT_COUNT
 } relo_fit;
 
-void relo__arena_init(relo_arena *arena, uint64_t alignment, uint64_t max_page);
+void relo__arena_init(relo_arena *arena, const relo_pool_home *home);
 
 /** Classifies a request; *grow_page gets the page size a growth would use. */
 relo_fit relo__arena_fit(const relo_arena *arena, uint64_t size, uint64_t *grow_page);
@@ -59,7 +60,7 @@ relo_fit relo__arena_fit(const relo_arena *arena, uint64_t size, uint64_t *grow_
  * RELO_ERR_OUT_OF_MEMORY and other backend refusals; RELO_ERR_HOST_MEMORY.
  * On failure nothing changed (a refused growth changes nothing).
  */
-relo_status relo__arena_reserve(relo_arena *arena, struct relo_stream *stream, uint64_t size,
+relo_status relo__arena_reserve(relo_arena *arena, uint64_t size,
                                 uint32_t slot, bool allow_new_page, relo_slice **out);
 
 /** The current pool, or NULL before the first reservation. */

@@ -40,7 +40,7 @@ relo_status relo__capture_touch(struct relo_stream *stream, relo_page *page)
     if (page->touch_stamp == c->epoch) return RELO_OK;
     struct relo_graph *g = c->graph;
     relo_status st;
-    if (page->pool->stream == stream) {
+    if (relo__pool_stream(page->pool) == stream) {
         st = list_push(&g->pages, &g->count, &g->cap, page);
     } else {
         st = list_push(&g->foreign, &g->foreign_count, &g->foreign_cap, page);

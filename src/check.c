@@ -7,42 +7,7 @@
 
 #include "device.h"
 #include "log.h"
-
-static bool check_arena(const relo_arena *a, const char **why)
-{
-    uint32_t pools = 0;
-    const relo_pool *current = relo__arena_current(a);
-    if (a->current >= 0 && (!current || current->outdated)) {
-        *why = "the current arena pool is missing or outdated";
-        return false;
-    }
-    for (int i = 0; i < RELO_ARENA_SLOTS; i++) {
-        const relo_pool *p = a->slots[i];
-        if (!p) continue;
-        pools++;
-        if (p->slot != i) {
-            *why = "arena pool slot number is wrong";
-            return false;
-        }
-        if (p != current && !p->outdated) {
-            *why = "a second arena pool is not outdated";
-            return false;
-        }
-        if (current && p->page_size > current->page_size) {
-            *why = "page sizes shrank";
-            return false;
-        }
-    }
-    if (pools != a->pool_count) {
-        *why = "arena pool count is wrong";
-        return false;
-    }
-    if (current && current->page_size != a->page_size) {
-        *why = "arena page size differs from the current pool's";
-        return false;
-    }
-    return true;
-}
+#include "relocation.h"
 
 /* What the per-pool check carries across the walk of one stream. */
 typedef struct pool_walk {
@@ -52,15 +17,58 @@ typedef struct pool_walk {
     uint64_t allocations;
 } pool_walk;
 
+/* What a pool cannot know of its live slices: the open pass that may move
+ * them and the handle slots that name them. */
+static bool check_live(void *user, const relo_slice *sl, uint64_t *pins, const char **why)
+{
+    const relo_device *d = user;
+    const struct relo_pass *open = d->open_pass;
+    if (sl->move && (!open || sl->move > open->count || open->moves[sl->move - 1].src != sl)) {
+        *why = "slice marked as a source of no open pass";
+        return false;
+    }
+    /* A source released while its pass is open waits for the close. */
+    if (sl->move && open->moves[sl->move - 1].fate == RELO_FATE_DROPPED) return true;
+    if (sl->slot >= d->handles.count) {
+        *why = "live slice names no slot";
+        return false;
+    }
+    const relo_slot *slot = relo__handle_slot(&d->handles, sl->slot);
+    if (slot->refcount == 0 || slot->slice != sl) {
+        *why = "slot does not point back at its slice";
+        return false;
+    }
+    *pins += slot->pins;
+    return true;
+}
+
+/* What a pool cannot know of its pages: whether a pass is open, whether a
+ * stream records. */
+static bool check_page(void *user, const relo_page *p, const char **why)
+{
+    const relo_device *d = user;
+    if (p->fenced && !d->open_pass) {
+        *why = "a page is still fenced outside a compaction pass";
+        return false;
+    }
+    if (p->pool->outdated && p->pool->kind == RELO_POOL_SLICED && p->occupied == 0 && !p->guards && !p->pending &&
+        d->recording == 0) {
+        *why = "empty outdated page is not queued for release";
+        return false;
+    }
+    return true;
+}
+
 static void check_pool(relo_pool *p, void *user)
 {
     pool_walk *w = user;
     if (w->why) return;
-    if (p->stream != w->stream) {
+    if (relo__pool_stream(p) != w->stream) {
         w->why = "pool names another stream";
         return;
     }
-    if (!relo__pool_check(p, &w->why)) return;
+    relo_pool_checker checker = {check_live, check_page, w->stream->device};
+    if (!relo__pool_check(p, &checker, &w->why)) return;
     w->reserved += p->bytes_reserved;
     w->allocations += p->allocations;
 }
@@ -101,14 +109,14 @@ static bool check_device(relo_device *d, const char **why)
             return false;
         }
         allocations += w.allocations;
-        if (w.reserved != s->bytes_reserved) {
+        if (w.reserved != s->held.bytes_reserved) {
             *why = "stream reserved bytes differ from the sum of its pools";
             return false;
         }
-        if (!check_arena(&s->arena, why)) return false;
+        if (!s->layout.ops->check(&s->layout, why)) return false;
         reserved += w.reserved;
     }
-    if (reserved != d->bytes_reserved) {
+    if (reserved != d->held.bytes_reserved) {
         *why = "device reserved bytes differ from the sum of its streams";
         return false;
     }

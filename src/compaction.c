@@ -8,7 +8,6 @@
 
 #include <stdlib.h>
 
-#include "dense.h"
 #include "hostmem.h"
 #include "relocation.h"
 #include "trim.h"
@@ -101,12 +100,12 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
 uint64_t relo__compact_plan(relo_pass *pass, struct relo_stream *only, uint64_t want, bool repaginate)
 {
     relo_device *d = pass->device;
-    if (d->desc.policy != RELO_POLICY_DENSE) return 0;
+    if (d->layout->kind != RELO_LAYOUT_KIND_DENSE) return 0;
     uint32_t first, end;
     relo__device_scope(d, only, &first, &end);
     uint64_t emptied = 0;
     for (uint32_t s = first; s < end && emptied < want; s++) {
-        relo_pool *pools = d->streams[s]->dense;
+        relo_pool *pools = d->streams[s]->layout.dense.pools;
         for (uint32_t k = 0; k < RELO_DENSE_POOLS && emptied < want; k++) {
             /* Under pressure a fine page may empty into the large pool's
              * room: a page back is what the refused request needs. */
@@ -120,7 +119,7 @@ uint64_t relo__compact_plan(relo_pass *pass, struct relo_stream *only, uint64_t 
 uint64_t relo__compact(relo_device *d, relo_pool *pool, uint64_t want, bool repaginate, relo_reason reason)
 {
     relo__pass_settle(d);
-    if (!relo__relocation_allowed(d) || d->desc.policy != RELO_POLICY_DENSE) return 0;
+    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE) return 0;
     relo_pass pass;
     relo__pass_begin(&pass, d, reason);
     uint64_t emptied = pool ? plan_pool(&pass, pool, NULL, want, repaginate) : relo__compact_plan(&pass, NULL, want, repaginate);
@@ -134,10 +133,11 @@ uint64_t relo__compact(relo_device *d, relo_pool *pool, uint64_t want, bool repa
 static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64_t keep, uint64_t *released)
 {
     uint32_t first, end;
+    if (d->layout->kind != RELO_LAYOUT_KIND_DENSE) return;
     relo__device_scope(d, only, &first, &end);
     for (uint32_t s = first; s < end; s++) {
         for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
-            relo_pool *pool = &d->streams[s]->dense[k];
+            relo_pool *pool = &d->streams[s]->layout.dense.pools[k];
             uint64_t before = pool->bytes_reserved;
             if (keep == 0) {
                 relo__pool_release_empty(pool);
@@ -145,7 +145,7 @@ static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64
                 for (uint32_t i = pool->page_count; i-- > 0 && pool->bytes_empty;) {
                     relo_page *p = pool->pages[i];
                     uint64_t live = relo__trim_live(d);
-                    if (d->bytes_reserved <= live || d->bytes_reserved - live <= keep) break;
+                    if (d->held.bytes_reserved <= live || d->held.bytes_reserved - live <= keep) break;
                     if (p->occupied || p->guards || p->pending || p->fenced || p->transfers) continue;
                     relo__pool_page_release(pool, p);
                 }
@@ -170,7 +170,7 @@ uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uin
     release_dense_empty(d, only, keep, &released);
     for (int i = 0; i < MAX_PASSES && released + kept < want; i++) {
         relo__pass_settle(d);
-        if (!relo__relocation_allowed(d) || d->desc.policy != RELO_POLICY_DENSE) break;
+        if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE) break;
         relo_pass pass;
         relo__pass_begin(&pass, d, reason);
         uint64_t planned = relo__compact_plan(&pass, only, want - released - kept, repaginate);
@@ -230,12 +230,12 @@ static bool best_window(relo_page *page, uint64_t length, window *out)
 bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
 {
     relo__pass_settle(d);
-    if (!relo__relocation_allowed(d) || d->desc.policy != RELO_POLICY_DENSE || pool->page_count == 0) return false;
+    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || pool->page_count == 0) return false;
     window *w = relo__malloc(pool->page_count * sizeof *w);
     if (!w) return false;
     uint32_t n = 0;
     /* A fine pool's window may also empty into the large pool's room. */
-    relo_pool *spill = pool == &pool->stream->dense[0] ? &pool->stream->dense[1] : NULL;
+    relo_pool *spill = relo__dense_spill_pool(&relo__pool_stream(pool)->layout, pool);
     uint64_t room = spill_room(spill);
     for (uint32_t i = 0; i < pool->page_count; i++) {
         relo_page *p = pool->pages[i];

@@ -4,12 +4,11 @@
  */
 #include "dedicated_pool.h"
 
-#include "device.h"
 
 relo_status relo__dedicated_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
                                     bool allow_new_page, relo_slice **out)
 {
-    relo_device *d = pool->stream->device;
+    const relo_pool_home *d = pool->home;
     uint64_t length;
     if (!relo__pad_size(size, d->alignment, d->max_page, &length)) return RELO_ERR_BUFFER_TOO_BIG;
     if (!allow_new_page) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;

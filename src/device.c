@@ -56,6 +56,7 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
     if (d0.policy == RELO_POLICY_DENSE && d0.pass_max_bytes == 0) d0.pass_max_bytes = RELO_DENSE_PASS_MAX_BYTES;
     if (d0.release_threshold == 0) d0.release_threshold = RELO_RELEASE_THRESHOLD_DEFAULT;
     d->desc = d0;
+    d->layout = relo__layout_pick(d0.layout, d0.policy);
     *out = d;
     return RELO_OK;
 no_releaser:
@@ -208,7 +209,7 @@ relo_status relo_release(relo_device *device, relo_handle handle)
             /* A source of the open pass stays until the pass closes (a copy
              * may be reading it), and counts as freed then. */
             if (!relo__pass_drop(device, slice)) {
-                relo__stats_freed(slice->page->pool->stream, slice->size);
+                relo__stats_freed(relo__pool_stream(slice->page->pool), slice->size);
                 relo__pool_slice_free(slice->page->pool, slice);
             }
             relo__handle_free(&device->handles, slot->index);
@@ -349,14 +350,6 @@ relo_status relo_read(relo_device *device, relo_handle handle, uint64_t offset, 
     return transfer(device, handle, offset, data, n, false);
 }
 
-void relo__device_queue_release(relo_device *device, relo_page *page)
-{
-    if (page->pending) return;
-    page->pending = true;
-    page->pending_next = device->pending;
-    device->pending = page;
-}
-
 /* The periodic cleanup; with bufs, the buffers of released pages are
  * detached into bufs (up to cap, counted in *n) instead of freed, the rest
  * freed at once. */
@@ -386,7 +379,7 @@ static void cleanup(relo_device *d, relo_buffer_free *bufs, uint32_t cap, uint32
     }
     d->pending = busy;
     if (dropped_outdated)
-        for (uint32_t i = 0; i < d->stream_count; i++) relo__arena_drop_empty_pools(&d->streams[i]->arena);
+        for (uint32_t i = 0; i < d->stream_count; i++) relo__stream_drop_empty_pools(d->streams[i]);
 }
 
 void relo__device_cleanup_periodic(relo_device *d)
@@ -433,7 +426,7 @@ void relo__device_cleanup_explicit(relo_device *d, relo_stream *only)
     relo__device_scope(d, only, &first, &end);
     for (uint32_t i = first; i < end; i++) {
         relo__stream_each_pool(d->streams[i], release_empty, NULL);
-        relo__arena_drop_empty_pools(&d->streams[i]->arena);
+        relo__stream_drop_empty_pools(d->streams[i]);
     }
     if (d->backend->ops.flush) d->backend->ops.flush(d->backend->ctx);
 }
@@ -441,7 +434,7 @@ void relo__device_cleanup_explicit(relo_device *d, relo_stream *only)
 uint64_t relo__device_held_bytes(relo_device *d)
 {
     uint64_t held = 0;
-    for (uint32_t i = 0; i < d->stream_count; i++) held += d->streams[i]->bytes_reserved;
+    for (uint32_t i = 0; i < d->stream_count; i++) held += d->streams[i]->held.bytes_reserved;
     d->held_sums++;
     return held;
 }

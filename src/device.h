@@ -16,10 +16,10 @@
 #include "handle.h"
 #include "log.h"
 #include "page.h"
+#include "reason.h"
 #include "releaser.h"
 #include "stats.h"
 #include "stream.h"
-#include "reason.h"
 
 /** Called for every committed move, in commit order; set by tests
  *  (relo__testing_set_move_hook) to see the plan's order. */
@@ -30,6 +30,7 @@ struct relo_device {
     pthread_cond_t pass_done;       /* signalled when the open pass closes */
     struct relo_pass *open_pass;    /* the one pass open now, or NULL */
     relo_device_desc desc;          /* effective: defaults resolved */
+    const relo_layout_ops *layout;  /* every stream's, picked from desc (layout.h) */
     relo_backend *backend;
     uint64_t alignment;             /* backend's */
     uint64_t max_page;              /* backend's, rounded down to the alignment */
@@ -49,15 +50,12 @@ struct relo_device {
     uint64_t page_order;            /* next page's order */
     relo_page *pending;             /* empty pages to give back at the next cleanup */
 
-    uint64_t bytes_reserved;        /* every page held, every stream */
-    uint64_t bytes_empty;           /* of which pages with no allocation (trim.h) */
+    relo_held held;                 /* every page held, every stream; counters outlive streams */
     uint64_t trim_stuck;            /* empty bytes the last automatic trim could not give back */
-    uint64_t peak_bytes_reserved;
     uint64_t peak_bytes_in_use;     /* highest bytes_allocated_total - bytes_freed_total */
-    relo_counters counters;         /* device totals, outliving streams */
 
     uint64_t relocation_passes;     /* passes started */
-    uint64_t dense_live_peak;       /* dense policy: most bytes live seen at a new page */
+    uint64_t layout_live_peak;      /* most bytes live the layout saw at a new page (layout.h) */
     uint64_t held_sums;             /* times bytes held were summed (trigger) */
     relo_reason last_reason;
     relo__move_hook move_hook;
@@ -67,9 +65,6 @@ struct relo_device {
 
 void relo__device_lock(relo_device *device);
 void relo__device_unlock(relo_device *device);
-
-/** Queues an empty page to go back at the next cleanup (no-op if queued). */
-void relo__device_queue_release(relo_device *device, relo_page *page);
 
 /**
  * Periodic cleanup: gives back the queued pages that are still empty and
@@ -113,8 +108,5 @@ static inline void relo__device_scope(const relo_device *device, const struct re
     *first = only ? only->index : 0;
     *end = only ? only->index + 1 : device->stream_count;
 }
-
-/** A page-order number for a new page. */
-static inline uint64_t relo__device_next_order(relo_device *device) { return device->page_order++; }
 
 #endif /* RELO_DEVICE_H */

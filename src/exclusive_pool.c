@@ -6,17 +6,14 @@
 #include "exclusive_pool.h"
 
 #include <math.h>
-
-#include "device.h"
-
 #define SUSPICION_NEW 4u
 #define SUSPICION_RELEASE 5u
 #define CHECKS_PER_PERIOD 5u
 
-void relo__exclusive_init(relo_pool *pool, struct relo_stream *stream, const char *name,
+void relo__exclusive_init(relo_pool *pool, const relo_pool_home *home, const char *name,
                           uint64_t max_size, bool periodic)
 {
-    relo__pool_init(pool, RELO_POOL_EXCLUSIVE, name, stream, max_size);
+    relo__pool_init(pool, RELO_POOL_EXCLUSIVE, name, home, max_size);
     pool->periodic_release = periodic;
     pool->average = (double)max_size / 2.0;
     /* dealloc period = 5000 × round(1 + size / GiB) reservations. */
@@ -39,14 +36,14 @@ static relo_page *find_free(const relo_pool *pool, uint64_t length)
 bool relo__exclusive_has_fit(const relo_pool *pool, uint64_t size)
 {
     uint64_t length;
-    if (!relo__pad_size(size, pool->stream->device->alignment, UINT64_MAX, &length)) return false;
+    if (!relo__pad_size(size, pool->home->alignment, UINT64_MAX, &length)) return false;
     return find_free(pool, length) != NULL;
 }
 
 relo_status relo__exclusive_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
                                     bool allow_new_page, relo_slice **out)
 {
-    uint64_t align = pool->stream->device->alignment;
+    uint64_t align = pool->home->alignment;
     uint64_t length;
     if (!relo__pad_size(size, align, pool->page_size, &length)) return RELO_ERR_BUFFER_TOO_BIG;
     relo_page *page = find_free(pool, length);

@@ -16,7 +16,7 @@
 
 /** Sets up an exclusive pool taking sizes up to max_size. periodic: the
  *  suspicion rule gives unused pages back. */
-void relo__exclusive_init(relo_pool *pool, struct relo_stream *stream, const char *name,
+void relo__exclusive_init(relo_pool *pool, const relo_pool_home *home, const char *name,
                           uint64_t max_size, bool periodic);
 
 /** True when a free, unguarded page of the pool fits size. */

@@ -8,8 +8,6 @@
 
 #include <string.h>
 
-#include "device.h"
-#include "relocation.h"
 #include "hostmem.h"
 
 const char *relo__pool_kind_name(relo_pool_kind kind)
@@ -25,45 +23,69 @@ const char *relo__pool_kind_name(relo_pool_kind kind)
 }
 
 void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name,
-                     struct relo_stream *stream, uint64_t page_size)
+                     const relo_pool_home *home, uint64_t page_size)
 {
     memset(pool, 0, sizeof *pool);
     pool->kind = kind;
     pool->name = name;
-    pool->stream = stream;
+    pool->home = home;
     pool->page_size = page_size;
     pool->slot = -1;
 }
 
-/* A page's emptiness changed: its bytes join (or leave) the pool's and the
- * device's empty bytes, which the release threshold weighs (trim.h). */
+void relo__pool_queue_release(relo_pool *pool, relo_page *page)
+{
+    if (page->pending) return;
+    page->pending = true;
+    page->pending_next = *pool->home->pending;
+    *pool->home->pending = page;
+}
+
+/* A page's emptiness changed: its bytes join (or leave) the empty bytes of
+ * the pool and of its home's tallies, which the release threshold weighs
+ * (trim.h). */
 static void add_empty(relo_pool *pool, const relo_page *page, bool now_empty)
 {
-    relo_device *d = pool->stream->device;
     if (now_empty) {
         pool->bytes_empty += page->size;
-        d->bytes_empty += page->size;
+        for (int i = 0; i < 2; i++) pool->home->held[i]->bytes_empty += page->size;
     } else {
         pool->bytes_empty -= page->size;
-        d->bytes_empty -= page->size;
+        for (int i = 0; i < 2; i++) pool->home->held[i]->bytes_empty -= page->size;
     }
 }
 
 static void add_reserved(relo_pool *pool, uint64_t size)
 {
-    struct relo_stream *s = pool->stream;
-    relo_device *d = s->device;
     pool->bytes_reserved += size;
-    s->bytes_reserved += size;
-    if (s->bytes_reserved > s->peak_bytes_reserved) s->peak_bytes_reserved = s->bytes_reserved;
-    d->bytes_reserved += size;
-    if (d->bytes_reserved > d->peak_bytes_reserved) d->peak_bytes_reserved = d->bytes_reserved;
+    for (int i = 0; i < 2; i++) {
+        relo_held *h = pool->home->held[i];
+        h->bytes_reserved += size;
+        if (h->bytes_reserved > h->peak_bytes_reserved) h->peak_bytes_reserved = h->bytes_reserved;
+    }
+}
+
+/* A page given back: its bytes leave the pool's and its tallies' figures. */
+static void sub_reserved(relo_pool *pool, uint64_t size)
+{
+    pool->bytes_reserved -= size;
+    for (int i = 0; i < 2; i++) {
+        relo_held *h = pool->home->held[i];
+        h->bytes_reserved -= size;
+        h->counters.backend_frees++;
+        h->counters.pages_released++;
+    }
+}
+
+/* Bytes that can never be handed out again (a copy's outcome is unknown). */
+static void add_leaked(relo_pool *pool, uint64_t bytes)
+{
+    for (int i = 0; i < 2; i++) pool->home->held[i]->counters.bytes_leaked += bytes;
 }
 
 relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
 {
-    struct relo_stream *s = pool->stream;
-    relo_device *d = s->device;
+    const relo_pool_home *home = pool->home;
     if (pool->kind == RELO_POOL_SLICED) {
         /* The index is set up with the first page, for the longest slice
          * the pool may hold; allocating fails here, never on release. */
@@ -79,27 +101,28 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
     }
     relo_page *page = relo__calloc(sizeof *page);
     if (!page) return RELO_ERR_HOST_MEMORY;
-    relo_slice *whole = relo__slice_new(&d->slab);
+    relo_slice *whole = relo__slice_new(home->slab);
     if (!whole) {
         relo__free(page);
         return RELO_ERR_HOST_MEMORY;
     }
     void *buffer = NULL;
     uint64_t address = 0;
-    relo_status st = d->backend->ops.alloc(d->backend->ctx, size, &buffer, &address);
+    relo_backend *backend = home->backend;
+    relo_status st = backend->ops.alloc(backend->ctx, size, &buffer, &address);
     /* Bytes the release thread has yet to give back are counted as gone:
      * the device may have the room once they are. */
-    if (st == RELO_ERR_OUT_OF_MEMORY && relo__releaser_drain(&d->releaser))
-        st = d->backend->ops.alloc(d->backend->ctx, size, &buffer, &address);
+    if (st == RELO_ERR_OUT_OF_MEMORY && relo__releaser_drain(home->releaser))
+        st = backend->ops.alloc(backend->ctx, size, &buffer, &address);
     if (st != RELO_OK || !buffer) {
-        relo__slice_delete(&d->slab, whole);
+        relo__slice_delete(home->slab, whole);
         relo__free(page);
         return st != RELO_OK ? st : RELO_ERR_BACKEND;
     }
     page->buffer = buffer;
     page->address = address;
     page->size = size;
-    page->order = relo__device_next_order(d);
+    page->order = (*home->page_order)++;
     page->pool = pool;
     page->index = pool->page_count;
     page->suspicion = 4;
@@ -114,8 +137,7 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
 
     add_reserved(pool, size);
     add_empty(pool, page, true);
-    s->counters.backend_allocs++;
-    d->counters.backend_allocs++;
+    for (int i = 0; i < 2; i++) home->held[i]->counters.backend_allocs++;
     *out = page;
     return RELO_OK;
 }
@@ -124,14 +146,12 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
  * when unindex says they are in it. */
 static void detach(relo_pool *pool, relo_page *page, relo_buffer_free *out, bool unindex)
 {
-    struct relo_stream *s = pool->stream;
-    relo_device *d = s->device;
     if (page->on_free_list) relo__pool_free_page_remove(pool, page);
     relo_slice *sl = page->first;
     while (sl) {
         relo_slice *next = sl->next;
         if (unindex && sl->state == RELO_SLICE_FREE) relo__pool_free_remove(pool, sl);
-        relo__slice_delete(&d->slab, sl);
+        relo__slice_delete(pool->home->slab, sl);
         sl = next;
     }
     out->buffer = page->buffer;
@@ -141,13 +161,7 @@ static void detach(relo_pool *pool, relo_page *page, relo_buffer_free *out, bool
     uint32_t i = page->index;
     pool->pages[i] = pool->pages[--pool->page_count];
     pool->pages[i]->index = i;
-    pool->bytes_reserved -= page->size;
-    s->bytes_reserved -= page->size;
-    d->bytes_reserved -= page->size;
-    s->counters.backend_frees++;
-    d->counters.backend_frees++;
-    s->counters.pages_released++;
-    d->counters.pages_released++;
+    sub_reserved(pool, page->size);
     relo__free(page);
 }
 
@@ -160,7 +174,7 @@ void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *
 /* Gives a buffer taken out of its pool back to the backend. */
 static void free_buffer(relo_pool *pool, const relo_buffer_free *b)
 {
-    relo_backend *backend = pool->stream->device->backend;
+    relo_backend *backend = pool->home->backend;
     backend->ops.free(backend->ctx, b->buffer, b->size);
 }
 
@@ -186,7 +200,6 @@ uint32_t relo__pool_release_empty(relo_pool *pool)
 
 void relo__pool_destroy(relo_pool *pool)
 {
-    relo_device *d = pool->stream->device;
     while (pool->page_count) {
         relo_page *p = pool->pages[pool->page_count - 1];
         /* Leaked slices and guards die with the device or stream: nothing
@@ -212,7 +225,7 @@ void relo__pool_destroy(relo_pool *pool)
         p->live = 0;
         p->live_size = 0;
         if (p->pending) {
-            relo_page **pp = &d->pending;
+            relo_page **pp = pool->home->pending;
             while (*pp && *pp != p) pp = &(*pp)->pending_next;
             if (*pp) *pp = p->pending_next;
             p->pending = false;
@@ -258,7 +271,7 @@ static void unlink_slice(relo_pool *pool, relo_slice *sl)
     else
         sl->page->first = sl->next;
     if (sl->next) sl->next->prev = sl->prev;
-    relo__slice_delete(&pool->stream->device->slab, sl);
+    relo__slice_delete(pool->home->slab, sl);
 }
 
 /* Merges a FREE slice, not indexed, with its FREE neighbours (sliced
@@ -303,7 +316,6 @@ static void merge_neighbours(relo_pool *pool, relo_slice *sl)
 void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
 {
     relo_page *page = slice->page;
-    relo_device *d = pool->stream->device;
     if (slice->state == RELO_SLICE_LIVE) {
         page->live--;
         page->live_size -= slice->size;
@@ -315,8 +327,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
         /* A copy from here may still be running: never hand this range out. */
         slice->state = RELO_SLICE_LEAKED;
         slice->slot = 0;
-        pool->stream->counters.bytes_leaked += slice->length;
-        d->counters.bytes_leaked += slice->length;
+        add_leaked(pool, slice->length);
         return;
     }
     slice->state = RELO_SLICE_FREE;
@@ -330,7 +341,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
     case RELO_POOL_SLICED:
         merge_neighbours(pool, slice);
         if (page->occupied == 0 && relo__page_serves(page) && pool->outdated)
-            relo__device_queue_release(d, page);
+            relo__pool_queue_release(pool, page);
         break;
     case RELO_POOL_EXCLUSIVE:
     case RELO_POOL_PERSISTENT:
@@ -340,7 +351,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
         break;
     case RELO_POOL_DEDICATED:
         slice->length = page->size;
-        if (page->guards == 0) relo__device_queue_release(d, page);
+        if (page->guards == 0) relo__pool_queue_release(pool, page);
         break;
     case RELO_POOL_KIND_COUNT:
         break;
@@ -363,10 +374,9 @@ static void set_in_service(relo_pool *pool, relo_page *page, bool serve)
 /* After a page serves again: an empty page goes back where its pool says. */
 static void after_back_in_service(relo_pool *pool, relo_page *page)
 {
-    relo_device *d = pool->stream->device;
     if (page->occupied != 0) return;
     if ((pool->kind == RELO_POOL_SLICED && pool->outdated) || pool->kind == RELO_POOL_DEDICATED)
-        relo__device_queue_release(d, page);
+        relo__pool_queue_release(pool, page);
 }
 
 void relo__pool_page_guard(relo_pool *pool, relo_page *page)
@@ -424,7 +434,7 @@ void relo__pool_free_page_remove(relo_pool *pool, relo_page *page)
     page->on_free_list = false;
 }
 
-bool relo__pool_check(const relo_pool *pool, const char **why)
+bool relo__pool_check(const relo_pool *pool, const relo_pool_checker *checker, const char **why)
 {
 #define FAIL(msg)                                                              \
     do {                                                                       \
@@ -432,7 +442,6 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
         return false;                                                          \
     } while (0)
     uint64_t allocations = 0, in_use = 0, padding = 0, reserved = 0, empty = 0, guarded = 0, free_slices = 0;
-    relo_device *d = pool->stream->device;
     for (uint32_t i = 0; i < pool->page_count; i++) {
         const relo_page *p = pool->pages[i];
         if (p->index != i) FAIL("page index does not match its position");
@@ -446,7 +455,7 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
             if (sl->page != p) FAIL("slice names another page");
             if (sl->prev != prev) FAIL("slice list links are broken");
             if (sl->offset != end) FAIL("slices leave a gap or overlap");
-            if (pool->kind == RELO_POOL_SLICED && sl->offset % d->alignment)
+            if (pool->kind == RELO_POOL_SLICED && sl->offset % pool->home->alignment)
                 FAIL("slice offset is not aligned");
             end = sl->offset + sl->length;
             if (sl->state == RELO_SLICE_FREE) {
@@ -465,15 +474,7 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
                 in_use += sl->size;
                 if (sl->size > sl->length) FAIL("slice shorter than its size");
                 padding += sl->length - sl->size;
-                const struct relo_pass *open = d->open_pass;
-                if (sl->move && (!open || sl->move > open->count || open->moves[sl->move - 1].src != sl))
-                    FAIL("slice marked as a source of no open pass");
-                /* A source released while its pass is open waits for the close. */
-                if (sl->move && open->moves[sl->move - 1].fate == RELO_FATE_DROPPED) continue;
-                if (sl->slot >= d->handles.count) FAIL("live slice names no slot");
-                const relo_slot *slot = relo__handle_slot(&d->handles, sl->slot);
-                if (slot->refcount == 0 || slot->slice != sl) FAIL("slot does not point back at its slice");
-                pins += slot->pins;
+                if (checker && !checker->live(checker->user, sl, &pins, why)) return false;
             }
         }
         if (pool->kind == RELO_POOL_SLICED || p->occupied == 0) {
@@ -484,11 +485,8 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
         if (occupied != p->occupied || occupied_bytes != p->occupied_bytes)
             FAIL("page occupancy counters are wrong");
         if (live != p->live || live_size != p->live_size) FAIL("page live counters are wrong");
-        if (pins != p->pins) FAIL("page pin count differs from its allocations' pins");
-        if (p->fenced && !d->open_pass) FAIL("a page is still fenced outside a compaction pass");
-        if (pool->outdated && pool->kind == RELO_POOL_SLICED && p->occupied == 0 && !p->guards &&
-            !p->pending && d->recording == 0)
-            FAIL("empty outdated page is not queued for release");
+        if (checker && pins != p->pins) FAIL("page pin count differs from its allocations' pins");
+        if (checker && !checker->page(checker->user, p, why)) return false;
     }
     if (allocations != pool->allocations || in_use != pool->bytes_in_use ||
         padding != pool->bytes_padding)
@@ -524,8 +522,7 @@ void relo__pool_slice_leak(relo_pool *pool, relo_slice *slice)
     RELO_ASSERT(slice->state == RELO_SLICE_TARGET);
     slice->state = RELO_SLICE_LEAKED;
     slice->slot = 0;
-    pool->stream->counters.bytes_leaked += slice->length;
-    pool->stream->device->counters.bytes_leaked += slice->length;
+    add_leaked(pool, slice->length);
 }
 
 void relo__pool_page_pack(relo_pool *pool, relo_page *page)
@@ -542,7 +539,7 @@ void relo__pool_page_pack(relo_pool *pool, relo_page *page)
         /* Its moves withdrew the slots' published bindings when the pass
          * opened; a live slice moved here without one may not keep it. */
         if (sl->offset != at && sl->state == RELO_SLICE_LIVE)
-            relo__handle_withdraw(&pool->stream->device->handles, sl->slot);
+            relo__handle_withdraw(pool->home->handles, sl->slot);
         sl->offset = at;
         at += sl->length;
         last = sl;
@@ -550,7 +547,7 @@ void relo__pool_page_pack(relo_pool *pool, relo_page *page)
     if (at == page->size) return;
     /* The node of a free slice just unlinked is back in the slab: taking
      * one cannot fail. */
-    relo_slice *room = relo__slice_new(&pool->stream->device->slab);
+    relo_slice *room = relo__slice_new(pool->home->slab);
     RELO_ASSERT(room != NULL);
     room->page = page;
     room->offset = at;
@@ -572,7 +569,6 @@ void relo__pool_page_leak_free(relo_pool *pool, relo_page *page)
         sl->state = RELO_SLICE_LEAKED;
         page->occupied++;
         page->occupied_bytes += sl->length;
-        pool->stream->counters.bytes_leaked += sl->length;
-        pool->stream->device->counters.bytes_leaked += sl->length;
+        add_leaked(pool, sl->length);
     }
 }

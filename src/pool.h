@@ -12,11 +12,42 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "free_index.h"
+#include "handle.h"
 #include "page.h"
+#include "releaser.h"
+#include "stats.h"
 
-struct relo_stream;
-struct relo_device;
+/** Bytes held and backend calls made, as a stream and a device count them;
+ *  pool.c keeps both exact on every page taken or given back. */
+typedef struct relo_held {
+    uint64_t bytes_reserved;        /* pages held */
+    uint64_t peak_bytes_reserved;
+    uint64_t bytes_empty;           /* of which pages with no allocation (trim.h) */
+    relo_counters counters;         /* backend_allocs, backend_frees, pages_released and
+                                       bytes_leaked change here; the rest above */
+} relo_held;
+
+/**
+ * Where a pool lives: everything it needs from the layers above, handed to
+ * it at init, so that no pool knows what a stream or a device is. The
+ * stream that owns the pools fills one in (stream.c); the pointers outlive
+ * every pool that holds them.
+ */
+typedef struct relo_pool_home {
+    relo_backend *backend;          /* pages come from and go back to it */
+    relo_releaser *releaser;        /* drained when the backend refuses a page */
+    relo_slice_slab *slab;          /* slice nodes */
+    relo_handle_table *handles;     /* a packed page withdraws its slots' bindings */
+    uint64_t alignment;             /* the backend's: slices start at multiples of it */
+    uint64_t max_page;              /* the backend's largest buffer, a multiple of alignment */
+    uint64_t granule;               /* the backend's allocation granule; 1 = bytes */
+    uint64_t *page_order;           /* the next page's order number (shared by every pool) */
+    relo_page **pending;            /* the queue of empty pages to give back at cleanup */
+    relo_held *held[2];             /* counted here: the stream's, then the device's */
+    void *owner;                    /* the stream, for the layers above (relo__pool_stream) */
+} relo_pool_home;
 
 typedef enum relo_pool_kind {
     RELO_POOL_SLICED = 0,   /* fixed-size pages carved into slices */
@@ -31,7 +62,7 @@ const char *relo__pool_kind_name(relo_pool_kind kind);
 typedef struct relo_pool {
     relo_pool_kind kind;
     const char *name;           /* "small", "arena", "bucket", ... for reports */
-    struct relo_stream *stream;
+    const relo_pool_home *home;
     uint64_t page_size;         /* sliced: every page; exclusive: largest size taken */
     int slot;                   /* arena slot, or -1 */
     bool outdated;              /* serves nothing new; pages go back once empty */
@@ -77,7 +108,10 @@ static inline void relo__pool_free_remove(relo_pool *pool, relo_slice *s) { relo
 
 /** Sets up an empty pool. */
 void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name,
-                     struct relo_stream *stream, uint64_t page_size);
+                     const relo_pool_home *home, uint64_t page_size);
+
+/** Queues an empty page to go back at the next cleanup (no-op if queued). */
+void relo__pool_queue_release(relo_pool *pool, relo_page *page);
 
 /**
  * Takes a buffer of size bytes from the backend and adds it as a page whose
@@ -87,12 +121,6 @@ void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name,
  * failure nothing changed.
  */
 relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out);
-
-/** A backend buffer whose page is gone, waiting to be freed. */
-typedef struct relo_buffer_free {
-    void *buffer;
-    uint64_t size;
-} relo_buffer_free;
 
 /** Gives an empty, unguarded page back to the backend. Never fails. */
 void relo__pool_page_release(relo_pool *pool, relo_page *page);
@@ -137,9 +165,21 @@ void relo__pool_free_page_push(relo_pool *pool, relo_page *page);
 /** Removes a page from the free-page list. */
 void relo__pool_free_page_remove(relo_pool *pool, relo_page *page);
 
-/** Checks the pool's pages, slices and accounting. Returns false on the
+/** What the layers above check of a pool's live slices and pages as
+ *  relo__pool_check walks them (check.c: the open pass, the handles). */
+typedef struct relo_pool_checker {
+    /* A LIVE slice: adds its allocation's pins to *pins. Returns false, with
+     * *why, on a broken invariant. */
+    bool (*live)(void *user, const relo_slice *slice, uint64_t *pins, const char **why);
+    /* A page, after its slices. */
+    bool (*page)(void *user, const relo_page *page, const char **why);
+    void *user;
+} relo_pool_checker;
+
+/** Checks the pool's pages, slices and accounting, and through checker
+ *  (NULL: none) what the layers above know of them. Returns false on the
  *  first broken invariant and says which through *why. */
-bool relo__pool_check(const relo_pool *pool, const char **why);
+bool relo__pool_check(const relo_pool *pool, const relo_pool_checker *checker, const char **why);
 
 /** Turns a TARGET slice into a LIVE allocation for slot (relocation commit). */
 void relo__pool_slice_promote(relo_pool *pool, relo_slice *slice, uint64_t size, uint32_t slot);

@@ -22,7 +22,12 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "pool.h"
+
+/** A backend buffer whose page is gone, waiting to be freed. */
+typedef struct relo_buffer_free {
+    void *buffer;
+    uint64_t size;
+} relo_buffer_free;
 
 typedef struct relo_releaser {
     relo_backend *backend;

@@ -172,8 +172,8 @@ bool relo__pass_plan_page(relo_pass *plan, relo_pool *target, relo_page *page, r
 /* Plans the outdated pages of one stream's arena. */
 static void plan_arena(relo_stream *s, relo_pass *plan)
 {
-    relo_arena *arena = &s->arena;
-    relo_pool *target = relo__arena_current(arena);
+    relo_arena *arena = relo__layout_arena(&s->layout);
+    relo_pool *target = arena ? relo__arena_current(arena) : NULL;
     if (!target) return;
     uint32_t n = 0;
     for (int i = 0; i < RELO_ARENA_SLOTS; i++)
@@ -324,7 +324,7 @@ static uint32_t commit(relo_device *d, relo_pass *plan)
         relo_move *mv = &plan->moves[i];
         if (mv->fate != RELO_FATE_PLANNED) continue;
         relo_slice *src = mv->src, *dst = mv->dst;
-        relo_stream *s = src->page->pool->stream;
+        relo_stream *s = relo__pool_stream(src->page->pool);
         uint64_t size = src->size;
         relo_slot *slot = relo__handle_slot(&d->handles, mv->slot);
         RELO_ASSERT(slot->pins == 0);
@@ -335,16 +335,16 @@ static uint32_t commit(relo_device *d, relo_pass *plan)
         } /* a slide's slice took its new offset when its page was packed */
         if (s->relocation_pass != pass) {
             s->relocation_pass = pass;
-            s->counters.relocations++;
+            s->held.counters.relocations++;
         }
-        s->counters.allocations_moved++;
-        s->counters.bytes_moved += size;
-        d->counters.allocations_moved++;
-        d->counters.bytes_moved += size;
+        s->held.counters.allocations_moved++;
+        s->held.counters.bytes_moved += size;
+        d->held.counters.allocations_moved++;
+        d->held.counters.bytes_moved += size;
         if (d->move_hook) d->move_hook(d->move_hook_user, relo__handle_of(&d->handles, mv->slot), size);
         committed++;
     }
-    if (committed) d->counters.relocations++;
+    if (committed) d->held.counters.relocations++;
     return committed;
 }
 
@@ -352,13 +352,13 @@ static void count_abandoned(relo_device *d, const relo_pass *plan)
 {
     uint64_t pass = plan->id;
     for (uint32_t i = 0; i < plan->count; i++) {
-        relo_stream *s = plan->moves[i].src->page->pool->stream;
+        relo_stream *s = relo__pool_stream(plan->moves[i].src->page->pool);
         if (s->relocation_pass != pass) {
             s->relocation_pass = pass;
-            s->counters.relocations_abandoned++;
+            s->held.counters.relocations_abandoned++;
         }
     }
-    d->counters.relocations_abandoned++;
+    d->held.counters.relocations_abandoned++;
 }
 
 static void leak_all(relo_pass *plan)
@@ -479,19 +479,19 @@ bool relo__pass_close(relo_pass *plan, relo_copy_outcome outcome)
             if (outcome == RELO_COPY_LANDED && mv->fate == RELO_FATE_PLANNED) continue;
             if (outcome != RELO_COPY_UNKNOWN && mv->dst) relo__pool_slice_free(mv->dst->page->pool, mv->dst);
             if (mv->fate == RELO_FATE_DROPPED) {
-                relo__stats_freed(mv->src->page->pool->stream, mv->src->size);
+                relo__stats_freed(relo__pool_stream(mv->src->page->pool), mv->src->size);
                 relo__pool_slice_free(mv->src->page->pool, mv->src);
             }
         }
     }
     uint64_t pause = now_ns() - plan->started_ns;
-    if (plan->count > 0 && pause > d->counters.longest_pass_ns) d->counters.longest_pass_ns = pause;
+    if (plan->count > 0 && pause > d->held.counters.longest_pass_ns) d->held.counters.longest_pass_ns = pause;
     /* Sources may be gone (merged away) by now: the streams the pass
      * counted carry its id. */
     for (uint32_t i = 0; i < d->stream_count; i++) {
         relo_stream *s = d->streams[i];
-        if (s->relocation_pass == plan->id && pause > s->counters.longest_pass_ns)
-            s->counters.longest_pass_ns = pause;
+        if (s->relocation_pass == plan->id && pause > s->held.counters.longest_pass_ns)
+            s->held.counters.longest_pass_ns = pause;
     }
     for (uint32_t i = 0; i < plan->fence_count; i++)
         relo__pool_page_unfence(plan->fences[i]->pool, plan->fences[i]);
@@ -561,7 +561,10 @@ bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
     uint32_t first, end;
     relo__device_scope(d, only, &first, &end);
     bool outdated = false;
-    for (uint32_t i = first; i < end; i++) outdated |= relo__arena_has_outdated(&d->streams[i]->arena);
+    for (uint32_t i = first; i < end; i++) {
+        relo_arena *a = relo__layout_arena(&d->streams[i]->layout);
+        outdated |= a && relo__arena_has_outdated(a);
+    }
     if (!outdated) return false;
 
     relo_pass pass;
@@ -569,7 +572,9 @@ bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
     relo__relocation_plan(&pass, only);
     bool moved = relo__pass_finish(&pass);
     for (uint32_t i = first; i < end; i++) {
-        relo_arena *a = &d->streams[i]->arena;
+        relo_arena *a = relo__layout_arena(&d->streams[i]->layout);
+        if (!a)
+            continue;
         if (moved)
             relo__trigger_unstall(a);
         else if (relo__arena_has_outdated(a))

@@ -94,7 +94,7 @@ relo_status relo_pass_move_get(relo_pass *pass, uint32_t i, relo_pass_move *out)
                                                  : RELO_MOVE_RELEASED;
     out->handle.id = 0;
     if (mv->fate != RELO_FATE_DROPPED) out->handle = relo__handle_of(&d->handles, mv->slot);
-    out->stream = mv->src->page->pool->stream;
+    out->stream = relo__pool_stream(mv->src->page->pool);
     out->from = binding_of(mv->src, size);
     out->to = binding_of(mv->dst, size);
     relo__device_unlock(d);

@@ -5,7 +5,6 @@
  */
 #include "sliced_pool.h"
 
-#include "device.h"
 #include "free_index.h"
 
 /* Splits a free slice so its first `length` bytes hold the allocation;
@@ -16,7 +15,7 @@
 static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64_t size,
                          uint32_t slot, relo_slice_state state, relo_slice **out)
 {
-    relo_slice_slab *slab = &pool->stream->device->slab;
+    relo_slice_slab *slab = pool->home->slab;
     relo_slice *taken = f;
     if (f->length > length && !pool->best_fit) {
         relo_slice *a = relo__slice_new(slab);
@@ -69,7 +68,7 @@ relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slo
                                     relo_new_page new_page, relo_slice **out)
 {
     uint64_t length;
-    if (!relo__pad_size(size ? size : 1, pool->stream->device->alignment, pool->page_size, &length))
+    if (!relo__pad_size(size ? size : 1, pool->home->alignment, pool->page_size, &length))
         return RELO_ERR_BUFFER_TOO_BIG;
     relo_slice *f = relo__free_index_find(&pool->free, length);
     relo_page *fresh = NULL;

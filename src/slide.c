@@ -68,7 +68,7 @@ bool relo__slide_plan_page(relo_pass *pass, relo_page *page)
 bool relo__slide_make_room(relo_device *d, relo_pool *pool, uint64_t length)
 {
     relo__pass_settle(d);
-    if (!relo__relocation_allowed(d) || d->desc.policy != RELO_POLICY_DENSE || pool->page_count == 0) return false;
+    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || pool->page_count == 0) return false;
     slide_candidate *c = relo__malloc(pool->page_count * sizeof *c);
     if (!c) return false; /* packing needs memory; moving nothing is safe */
     uint32_t n = 0;

@@ -43,8 +43,8 @@ void relo__stream_stats(const struct relo_stream *s, relo_stats *out)
     out->size = (uint32_t)sizeof *out;
     out->version = RELO_STATS_VERSION;
     add_gauges(s, out);
-    set_counters(&s->counters, out);
-    out->peak_bytes_reserved = s->peak_bytes_reserved;
+    set_counters(&s->held.counters, out);
+    out->peak_bytes_reserved = s->held.peak_bytes_reserved;
     out->peak_bytes_in_use = s->peak_bytes_in_use;
 }
 
@@ -54,8 +54,8 @@ void relo__device_stats(const struct relo_device *d, relo_stats *out)
     out->size = (uint32_t)sizeof *out;
     out->version = RELO_STATS_VERSION;
     for (uint32_t i = 0; i < d->stream_count; i++) add_gauges(d->streams[i], out);
-    set_counters(&d->counters, out);
-    out->peak_bytes_reserved = d->peak_bytes_reserved;
+    set_counters(&d->held.counters, out);
+    out->peak_bytes_reserved = d->held.peak_bytes_reserved;
     out->peak_bytes_in_use = d->peak_bytes_in_use;
 }
 
@@ -69,21 +69,21 @@ static void raise_peak(const relo_counters *c, uint64_t *peak)
 void relo__stats_allocated(struct relo_stream *s, uint64_t size)
 {
     relo_device *d = s->device;
-    s->counters.allocations_total++;
-    s->counters.bytes_allocated_total += size;
-    d->counters.allocations_total++;
-    d->counters.bytes_allocated_total += size;
-    raise_peak(&s->counters, &s->peak_bytes_in_use);
-    raise_peak(&d->counters, &d->peak_bytes_in_use);
+    s->held.counters.allocations_total++;
+    s->held.counters.bytes_allocated_total += size;
+    d->held.counters.allocations_total++;
+    d->held.counters.bytes_allocated_total += size;
+    raise_peak(&s->held.counters, &s->peak_bytes_in_use);
+    raise_peak(&d->held.counters, &d->peak_bytes_in_use);
 }
 
 void relo__stats_freed(struct relo_stream *s, uint64_t size)
 {
     relo_device *d = s->device;
-    s->counters.frees_total++;
-    s->counters.bytes_freed_total += size;
-    d->counters.frees_total++;
-    d->counters.bytes_freed_total += size;
+    s->held.counters.frees_total++;
+    s->held.counters.bytes_freed_total += size;
+    d->held.counters.frees_total++;
+    d->held.counters.bytes_freed_total += size;
 }
 
 relo_status relo_device_stats(relo_device *device, relo_stats *out)
@@ -201,7 +201,8 @@ relo_status relo_device_report_json(relo_device *device, FILE *f)
         relo__stream_stats(s, &ss);
         fprintf(f, "%s{\"index\": %" PRIu32 ", \"stats\": ", i ? ", " : "", i);
         relo__stats_json(&ss, f);
-        fprintf(f, ", \"arena_page_size\": %" PRIu64 ", \"pools\": [", s->arena.page_size);
+        const relo_arena *arena = relo__layout_arena(&s->layout);
+        fprintf(f, ", \"arena_page_size\": %" PRIu64 ", \"pools\": [", arena ? arena->page_size : 0);
         pool_json_list list = {device, f, 0};
         relo__stream_each_pool(device->streams[i], pool_json_item, &list);
         fputs("]}", f);

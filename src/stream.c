@@ -6,7 +6,6 @@
  */
 #include "stream.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "compaction.h"
@@ -16,44 +15,32 @@
 #include "hostmem.h"
 #include "persistent_pool.h"
 #include "relocation.h"
-#include "sliced_pool.h"
 #include "slide.h"
 #include "trim.h"
-
-#define EXCLUSIVE_MIN_BUCKET (32 * RELO_KiB)
-
-static void init_buckets(struct relo_stream *s)
-{
-    relo_device *d = s->device;
-    uint64_t lo = EXCLUSIVE_MIN_BUCKET, hi = d->max_page;
-    uint64_t last = 0;
-    s->bucket_count = 0;
-    for (uint32_t i = 0; i < RELO_BUCKETS; i++) {
-        /* Evenly spaced in log scale from 32 KiB to the max page. */
-        double t = (double)i / (double)(RELO_BUCKETS - 1);
-        double v = hi > lo ? (double)lo * pow((double)hi / (double)lo, t) : (double)hi;
-        uint64_t size = (uint64_t)llround(v);
-        if (i == RELO_BUCKETS - 1 || size > hi) size = hi;
-        if (!relo__pad_size(size, d->alignment, d->max_page, &size)) size = d->max_page;
-        if (size == last) continue;
-        last = size;
-        relo__exclusive_init(&s->buckets[s->bucket_count++], s, "bucket", size, true);
-    }
-}
 
 void relo__stream_init(struct relo_stream *s, relo_device *d, void *backend_stream)
 {
     memset(s, 0, sizeof *s);
     s->device = d;
     s->backend_stream = backend_stream;
-    relo__pool_init(&s->persistent, RELO_POOL_PERSISTENT, "persistent", s, 0);
-    relo__pool_init(&s->dedicated, RELO_POOL_DEDICATED, "dedicated", s, 0);
-    relo__exclusive_init(&s->tiny, s, "tiny", d->alignment, false);
-    uint64_t small_page = relo__round_down(relo__min(RELO_SMALL_PAGE, d->max_page), d->alignment);
-    relo__pool_init(&s->small, RELO_POOL_SLICED, "small", s, small_page);
-    relo__arena_init(&s->arena, d->alignment, d->max_page);
-    if (d->desc.layout == RELO_LAYOUT_EXCLUSIVE) init_buckets(s);
-    relo__dense_init(s);
+    s->home = (relo_pool_home){
+        .backend = d->backend,
+        .releaser = &d->releaser,
+        .slab = &d->slab,
+        .handles = &d->handles,
+        .alignment = d->alignment,
+        .max_page = d->max_page,
+        .granule = d->granule,
+        .page_order = &d->page_order,
+        .pending = &d->pending,
+        .held = {&s->held, &d->held},
+        .owner = s,
+    };
+    relo__pool_init(&s->persistent, RELO_POOL_PERSISTENT, "persistent", &s->home, 0);
+    relo__pool_init(&s->dedicated, RELO_POOL_DEDICATED, "dedicated", &s->home, 0);
+    relo__exclusive_init(&s->tiny, &s->home, "tiny", d->alignment, false);
+    s->layout.ops = d->layout;
+    s->layout.ops->init(&s->layout, &s->home);
 }
 
 void relo__stream_each_pool(struct relo_stream *s, void (*fn)(relo_pool *, void *), void *user)
@@ -62,14 +49,7 @@ void relo__stream_each_pool(struct relo_stream *s, void (*fn)(relo_pool *, void 
     fn(&s->persistent, user);
     fn(&s->dedicated, user);
     fn(&s->tiny, user);
-    fn(&s->small, user);
-    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) fn(&s->dense[k], user);
-    for (uint32_t i = 0, seen = 0; seen < s->arena.pool_count && i < RELO_ARENA_SLOTS; i++) {
-        if (!s->arena.slots[i]) continue;
-        seen++;
-        fn(s->arena.slots[i], user);
-    }
-    for (uint32_t i = 0; i < s->bucket_count; i++) fn(&s->buckets[i], user);
+    s->layout.ops->each_pool(&s->layout, fn, user);
 }
 
 static void add_allocations(relo_pool *p, void *user) { *(uint64_t *)user += p->allocations; }
@@ -89,16 +69,12 @@ uint64_t relo__stream_guarded_pages(const struct relo_stream *s)
     return n;
 }
 
-static void destroy_unless_arena(relo_pool *p, void *user)
-{
-    (void)user;
-    if (p->slot < 0) relo__pool_destroy(p); /* arena pools go with the arena */
-}
-
 void relo__stream_free_pages(struct relo_stream *s)
 {
-    relo__stream_each_pool(s, destroy_unless_arena, NULL);
-    relo__arena_destroy(&s->arena);
+    relo__pool_destroy(&s->persistent);
+    relo__pool_destroy(&s->dedicated);
+    relo__pool_destroy(&s->tiny);
+    s->layout.ops->destroy(&s->layout);
 }
 
 static relo_mode effective_mode(const struct relo_stream *s)
@@ -106,34 +82,51 @@ static relo_mode effective_mode(const struct relo_stream *s)
     return s->mode_depth ? (relo_mode)s->modes[s->mode_depth - 1] : RELO_MODE_AUTO;
 }
 
-/* EXCLUSIVE layout: the smallest bucket with a free page that fits, else a
- * new page in the smallest bucket that accepts the size. */
-static relo_status reserve_buckets(struct relo_stream *s, uint64_t size, uint32_t slot,
-                                   bool allow_new_page, relo_slice **out)
+/* Runs the suspicion rule of an exclusive pool when its period comes up
+ * (never while a stream records: no page may go back then). */
+static void exclusive_periodic(relo_device *d, relo_pool *pool)
 {
-    relo_pool *accept = NULL;
-    for (uint32_t i = 0; i < s->bucket_count; i++) {
-        relo_pool *b = &s->buckets[i];
-        if (size > b->page_size) continue;
-        if (!accept) accept = b;
-        if (relo__exclusive_has_fit(b, size)) return relo__exclusive_reserve(b, size, slot, false, out);
-    }
-    if (!accept) return RELO_ERR_BUFFER_TOO_BIG;
-    return relo__exclusive_reserve(accept, size, slot, allow_new_page, out);
-}
-
-/* Runs the suspicion rule of an exclusive pool when its period comes up. */
-static void exclusive_periodic(relo_pool *pool)
-{
-    if (!pool->periodic_release || pool->stream->device->recording) return;
+    if (!pool->periodic_release || d->recording) return;
     if (pool->check_every && pool->reservations % pool->check_every == 0)
         relo__exclusive_check(pool);
+}
+
+/* Bytes live and held in the pools the device's layout packs, over every
+ * stream; summed only on the slow path, when a pool needs a page. */
+static void layout_totals(const relo_device *d, uint64_t *live, uint64_t *reserved)
+{
+    *live = *reserved = 0;
+    for (uint32_t i = 0; i < d->stream_count; i++) {
+        const relo_stream_layout *l = &d->streams[i]->layout;
+        l->ops->held(l, live, reserved);
+    }
+}
+
+/* Reserves in the stream's layout. A layout that packs before a new page
+ * (dense) is asked first whether to, with the device's totals, and the
+ * compaction runs here, in the layer that may move memory. */
+static relo_status reserve_in_layout(struct relo_stream *s, uint64_t size, uint32_t slot, bool allow,
+                                     relo_slice **out)
+{
+    relo_device *d = s->device;
+    relo_stream_layout *l = &s->layout;
+    const relo_layout_ops *ops = l->ops;
+    if (!ops->want_pack || !allow) return ops->reserve(l, size, slot, allow, out);
+    relo_status st = ops->reserve(l, size, slot, false, out);
+    if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
+    uint64_t live, reserved, page;
+    layout_totals(d, &live, &reserved);
+    if (ops->want_pack(l, size, live, reserved, relo__relocation_allowed(d), &d->layout_live_peak, &page)) {
+        ops->packed(l, relo__compact_and_release(d, NULL, page, true, RELO_REASON_COMPACT) != 0);
+        st = ops->reserve(l, size, slot, false, out);
+        if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
+    }
+    return ops->reserve(l, size, slot, true, out);
 }
 
 /* Routes one reservation to its pool (design §3.6, routing order). */
 static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, relo_slice **out)
 {
-    relo_device *d = s->device;
     bool allow = s->capture.state != RELO_CAPTURE_RECORDING;
     switch (effective_mode(s)) {
     case RELO_MODE_DEDICATED:
@@ -145,16 +138,9 @@ static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, re
         break;
     }
     if (size == 0) return relo__exclusive_reserve(&s->tiny, 0, slot, allow, out);
-    if (d->desc.layout == RELO_LAYOUT_EXCLUSIVE) {
-        relo_status st = reserve_buckets(s, size, slot, allow, out);
-        if (st == RELO_OK) exclusive_periodic((*out)->page->pool);
-        return st;
-    }
-    if (d->desc.policy == RELO_POLICY_DENSE) return relo__dense_reserve(s, size, slot, allow, out);
-    uint64_t padded;
-    if (relo__pad_size(size, d->alignment, relo__min(RELO_SMALL_MAX, s->small.page_size), &padded))
-        return relo__sliced_reserve(&s->small, size, slot, RELO_SLICE_LIVE, allow, out);
-    return relo__arena_reserve(&s->arena, s, size, slot, allow, out);
+    relo_status st = reserve_in_layout(s, size, slot, allow, out);
+    if (st == RELO_OK) exclusive_periodic(s->device, (*out)->page->pool);
+    return st;
 }
 
 relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_handle *out)
@@ -171,7 +157,7 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     if (st == RELO_ERR_OUT_OF_MEMORY && d->recording == 0) {
         /* The device refused: give back what nothing needs (the dense
          * policy packs whatever it can first), then once more. */
-        if (d->desc.policy == RELO_POLICY_DENSE) {
+        if (s->layout.ops->want_pack) {
             relo__device_cleanup_periodic(d);
             relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE);
         }
@@ -183,10 +169,10 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
          * has the room, pack pages in place so their room joins up
          * (slide.h), take it, or empty pages into the runs that opened. */
         uint64_t padded;
-        if (st == RELO_ERR_OUT_OF_MEMORY && size > 0 && d->desc.policy == RELO_POLICY_DENSE &&
-            d->desc.layout == RELO_LAYOUT_ADAPTIVE && effective_mode(s) == RELO_MODE_AUTO &&
-            relo__pad_size(size, d->alignment, UINT64_MAX, &padded)) {
-            relo_pool *pool = relo__dense_pool_for(s, padded);
+        relo_pool *pool;
+        if (st == RELO_ERR_OUT_OF_MEMORY && size > 0 && effective_mode(s) == RELO_MODE_AUTO &&
+            relo__pad_size(size, d->alignment, UINT64_MAX, &padded) &&
+            (pool = relo__dense_pool_for(&s->layout, padded)) != NULL) {
             if (relo__compact_make_room(d, pool, padded)) {
                 st = route(s, size, slot, &slice);
             } else if (relo__slide_make_room(d, pool, padded)) {

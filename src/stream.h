@@ -1,7 +1,7 @@
 /*
- * stream.h — one stream's memory: its persistent and dedicated pools, its
- * dynamic memory in the device's layout (ADAPTIVE: tiny, small pool and
- * arena; EXCLUSIVE: 24 buckets), its mode windows and its capture state.
+ * stream.h — one stream's memory: its persistent, dedicated and tiny
+ * pools, its dynamic memory in the device's layout (layout.h), its mode
+ * windows and its capture state.
  * Memory reserved on a stream always returns to that stream's pools.
  *
  * Protected by: the device lock, for every field.
@@ -11,16 +11,11 @@
 
 #include <stdint.h>
 
-#include "arena.h"
 #include "capture.h"
-#include "dense.h"
+#include "layout.h"
 #include "pool.h"
-#include "stats.h"
 
 #define RELO_MODE_DEPTH 64
-#define RELO_BUCKETS 24
-#define RELO_SMALL_MAX (64 * RELO_KiB)
-#define RELO_SMALL_PAGE (8 * RELO_MiB)
 
 struct relo_stream {
     struct relo_device *device;
@@ -29,29 +24,38 @@ struct relo_stream {
     uint8_t modes[RELO_MODE_DEPTH];  /* open mode windows, innermost last */
     uint32_t mode_depth;
 
+    relo_pool_home home;             /* what every pool of the stream needs (pool.h) */
     relo_pool persistent;
     relo_pool dedicated;
-    relo_pool tiny;                  /* ADAPTIVE: size 0 */
-    relo_pool small;                 /* ADAPTIVE: ≤ 64 KiB */
-    relo_arena arena;                /* ADAPTIVE: the rest */
-    relo_pool dense[RELO_DENSE_POOLS]; /* ADAPTIVE, dense policy: instead of small + arena */
-    uint32_t dense_quiet;            /* new pages before packing is tried again */
-    relo_pool buckets[RELO_BUCKETS]; /* EXCLUSIVE */
-    uint32_t bucket_count;
+    relo_pool tiny;                  /* size 0 */
+    relo_stream_layout layout;       /* the rest: the device's layout (layout.h) */
 
     relo_capture capture;
     relo_finish_fn finish;           /* the runtime's wait for this stream's work; NULL = none */
     void *finish_user;
-    relo_counters counters;
+    relo_held held;                  /* pages held and backend calls, by pool.c; the rest of
+                                        the counters by stats.c and relocation.c */
     uint64_t relocation_pass;        /* last pass that counted this stream */
-    uint64_t bytes_reserved;         /* pages held by this stream */
-    uint64_t peak_bytes_reserved;
     uint64_t peak_bytes_in_use;      /* highest bytes_allocated_total - bytes_freed_total */
 };
 
+/** The stream that owns a pool. */
+static inline struct relo_stream *relo__pool_stream(const relo_pool *pool)
+{
+    return (struct relo_stream *)pool->home->owner;
+}
+
 /** Calls fn on every pool of the stream (arena pools included), always in
- *  the same order: fixed pools, dense pools, arena slots, buckets. */
+ *  the same order: persistent, dedicated, tiny, then the layout's. */
 void relo__stream_each_pool(struct relo_stream *stream, void (*fn)(relo_pool *, void *), void *user);
+
+/** Frees the adaptive arena's slots of outdated pools that hold no page
+ *  (other layouts have none). */
+static inline void relo__stream_drop_empty_pools(struct relo_stream *stream)
+{
+    relo_arena *arena = relo__layout_arena(&stream->layout);
+    if (arena) relo__arena_drop_empty_pools(arena);
+}
 
 /** Reserves on the stream, with cleanup, relocation and retries (design §3.6,
  *  §5, §6.4). The device lock is held. */

@@ -27,7 +27,8 @@ uint64_t relo__testing_held_sums(relo_device *device)
 uint64_t relo__testing_page_size(relo_stream *stream)
 {
     relo__device_lock(stream->device);
-    const relo_pool *p = relo__arena_current(&stream->arena);
+    relo_arena *a = relo__layout_arena(&stream->layout);
+    const relo_pool *p = a ? relo__arena_current(a) : NULL;
     uint64_t size = p ? p->page_size : 0;
     relo__device_unlock(stream->device);
     return size;
@@ -36,7 +37,8 @@ uint64_t relo__testing_page_size(relo_stream *stream)
 uint32_t relo__testing_arena_pools(relo_stream *stream)
 {
     relo__device_lock(stream->device);
-    uint32_t n = stream->arena.pool_count;
+    const relo_arena *a = relo__layout_arena(&stream->layout);
+    uint32_t n = a ? a->pool_count : 0;
     relo__device_unlock(stream->device);
     return n;
 }

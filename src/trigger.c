@@ -38,9 +38,9 @@ static bool same_shape(relo_arena_shape a, relo_arena_shape b)
 
 relo_reason relo__trigger(struct relo_stream *stream)
 {
-    relo_arena *arena = &stream->arena;
+    relo_arena *arena = relo__layout_arena(&stream->layout);
     relo_device *d = stream->device;
-    if (!relo__arena_has_outdated(arena)) return RELO_REASON_NONE;
+    if (!arena || !relo__arena_has_outdated(arena)) return RELO_REASON_NONE;
     if (arena->stalled && same_shape(relo__arena_shape(arena), arena->stall)) return RELO_REASON_NONE;
     if (arena->pool_count == RELO_ARENA_SLOTS) return RELO_REASON_ARENA_FULL;
     if (d->capacity == 0) return RELO_REASON_NONE;

@@ -11,7 +11,7 @@
 
 uint64_t relo__trim_live(const relo_device *d)
 {
-    return d->counters.bytes_allocated_total - d->counters.bytes_freed_total;
+    return d->held.counters.bytes_allocated_total - d->held.counters.bytes_freed_total;
 }
 
 /* The threshold value v (a byte count or one of the public markers) in
@@ -31,7 +31,7 @@ uint64_t relo__trim_threshold(const relo_device *d) { return resolve(d, d->desc.
 static bool over(const relo_device *d, uint64_t keep)
 {
     uint64_t live = relo__trim_live(d);
-    return d->bytes_reserved > live && d->bytes_reserved - live > keep;
+    return d->held.bytes_reserved > live && d->held.bytes_reserved - live > keep;
 }
 
 typedef struct trim_walk {
@@ -61,7 +61,7 @@ static void give_back(trim_walk *w, relo_pool *pool, relo_page *p)
 static void trim_pool(relo_pool *pool, void *user)
 {
     trim_walk *w = user;
-    relo_device *d = pool->stream->device;
+    relo_device *d = relo__pool_stream(pool)->device;
     /* Only pages carved into slices: exclusive pools (the tiny pool, the
      * EXCLUSIVE layout's buckets) keep their own reuse rule, persistent and
      * dedicated memory their modes'. */
@@ -76,11 +76,11 @@ static void trim_pool(relo_pool *pool, void *user)
 
 uint64_t relo__trim(relo_device *d, struct relo_stream *only, uint64_t keep)
 {
-    if (d->recording || d->bytes_empty == 0 || !over(d, keep)) return 0;
+    if (d->recording || d->held.bytes_empty == 0 || !over(d, keep)) return 0;
     trim_walk w = {keep, 0, NULL, 0, 0};
     uint32_t first, end;
     relo__device_scope(d, only, &first, &end);
-    for (uint32_t s = first; s < end && d->bytes_empty && over(d, keep); s++)
+    for (uint32_t s = first; s < end && d->held.bytes_empty && over(d, keep); s++)
         relo__stream_each_pool(d->streams[s], trim_pool, &w);
     /* The backend's frees, which can cost as much as a copy, keep no other
      * thread waiting on the device lock. */
@@ -93,14 +93,14 @@ void relo__trim_auto(relo_device *d)
 {
     /* Empty pages that stayed last time (guarded, queued, in a transfer)
      * are not walked again until more pages empty. */
-    if (d->bytes_empty <= d->trim_stuck) {
-        d->trim_stuck = d->bytes_empty;
+    if (d->held.bytes_empty <= d->trim_stuck) {
+        d->trim_stuck = d->held.bytes_empty;
         return;
     }
     uint64_t keep = relo__trim_threshold(d);
     if (!over(d, keep)) return;
     relo__trim(d, NULL, keep);
-    if (over(d, keep)) d->trim_stuck = d->bytes_empty;
+    if (over(d, keep)) d->trim_stuck = d->held.bytes_empty;
 }
 
 relo_status relo_trim(relo_device *device, uint64_t keep, uint64_t *released)

@@ -1,5 +1,5 @@
 /*
- * page.c — the slab of slice nodes (see page.h). Pages themselves are made
+ * slab.c — the slab of slice nodes (see page.h). Pages themselves are made
  * and given back by the pools (pool.c), which own the accounting.
  */
 #include "page.h"

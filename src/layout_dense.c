@@ -1,0 +1,148 @@
+/*
+ * layout_dense.c — the dense policy's layout (layout.h, docs/policy.md):
+ * dynamic memory carved as a fine-grained caching allocator would, best fit
+ * in two pools by size, and packed by compaction (compaction.c) when the
+ * device refuses a page, on relo_reclaim, and before a pool takes a new
+ * page while its free room is scattered. It places everything as such an
+ * allocator would until the moment it would fail, and then still has a
+ * move to make.
+ *   fine    sizes ≤ 1 MiB; a new page holds as many copies of its request
+ *           as fit in 2 MiB, rounded up to 64 KiB or the device's granule;
+ *   large   larger sizes; a new page holds as many copies of a request
+ *           ≤ 10 MiB as fit in 20 MiB, else just the request, rounded up
+ *           to 2 MiB or the device's granule; any free room of any page
+ *           serves any size that fits,
+ * both best fit (smallest free slice that fits, lowest address among
+ * equals), free neighbours merged.
+ */
+#include "layout.h"
+
+#include "sliced_pool.h"
+
+static void dense_init(relo_stream_layout *l, const relo_pool_home *home)
+{
+    static const char *names[RELO_DENSE_POOLS] = {"fine", "large"};
+    static const uint64_t max_page[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_PAGE, UINT64_MAX};
+    static const uint64_t granule[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_GRANULE, RELO_DENSE_LARGE_GRANULE};
+    static const uint64_t small_max[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_MAX, RELO_DENSE_MEDIUM_MAX};
+    static const uint64_t small_page[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_PAGE, RELO_DENSE_MEDIUM_PAGE};
+    l->dense.quiet = 0;
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
+        relo_pool *p = &l->dense.pools[k];
+        /* Pages are multiples of the device's granule too: a page the
+         * device rounds up anyway would waste the difference. */
+        uint64_t g = relo__max(granule[k], home->granule);
+        uint64_t page = relo__min(relo__max(max_page[k], g), home->max_page);
+        relo__pool_init(p, RELO_POOL_SLICED, names[k], home, relo__round_down(page, home->alignment));
+        p->best_fit = true;
+        p->variable_pages = true;
+        if (!relo__round_up(g, home->alignment, &p->granule)) p->granule = home->alignment;
+        p->small_request_max = small_max[k];
+        p->small_request_page = relo__round_down(relo__min(small_page[k], p->page_size), home->alignment);
+    }
+}
+
+relo_pool *relo__dense_pool_for(relo_stream_layout *l, uint64_t padded)
+{
+    if (l->ops->kind != RELO_LAYOUT_KIND_DENSE) return NULL;
+    if (padded <= RELO_DENSE_FINE_MAX && padded <= l->dense.pools[0].page_size) return &l->dense.pools[0];
+    return &l->dense.pools[1];
+}
+
+relo_pool *relo__dense_spill_pool(relo_stream_layout *l, const relo_pool *pool)
+{
+    if (l->ops->kind != RELO_LAYOUT_KIND_DENSE) return NULL;
+    return pool == &l->dense.pools[0] ? &l->dense.pools[1] : NULL;
+}
+
+/* Small pages follow the workload's scale: a page of at most 1/divisor of
+ * the most bytes ever live, between the pool's floor and its base size,
+ * so a workload of tens of MiB is not carved in 20 MiB pieces. */
+static void scale_pages(relo_dense *dense, relo_pool *pool, uint64_t live, uint64_t *live_peak)
+{
+    if (live > *live_peak) *live_peak = live;
+    uint64_t base = pool == &dense->pools[0] ? RELO_DENSE_FINE_PAGE : RELO_DENSE_MEDIUM_PAGE;
+    base = relo__max(base, pool->granule);
+    uint64_t page;
+    if (!relo__round_up(*live_peak / RELO_DENSE_PAGE_DIVISOR, pool->granule, &page)) page = base;
+    page = relo__min(relo__max(page, pool->granule), relo__min(base, pool->page_size));
+    pool->small_request_page = relo__round_down(page, pool->home->alignment);
+}
+
+static relo_status dense_reserve(relo_stream_layout *l, uint64_t size, uint32_t slot, bool allow_new_page,
+                                 relo_slice **out)
+{
+    const relo_pool_home *home = l->dense.pools[0].home;
+    uint64_t padded;
+    if (!relo__pad_size(size, home->alignment, home->max_page, &padded)) return RELO_ERR_BUFFER_TOO_BIG;
+    return relo__sliced_reserve(relo__dense_pool_for(l, padded), size, slot, RELO_SLICE_LIVE, allow_new_page, out);
+}
+
+/* A new page is needed. When the pools already hold more than the slack in
+ * scattered free room, pack them first: the room may come back. A
+ * fruitless attempt is not repeated for a few pages. */
+static bool dense_want_pack(relo_stream_layout *l, uint64_t size, uint64_t live, uint64_t reserved, bool may_move,
+                            uint64_t *live_peak, uint64_t *page)
+{
+    const relo_pool_home *home = l->dense.pools[0].home;
+    uint64_t padded;
+    if (!relo__pad_size(size, home->alignment, home->max_page, &padded)) return false;
+    relo_pool *pool = relo__dense_pool_for(l, padded);
+    live += padded;
+    scale_pages(&l->dense, pool, live, live_peak);
+    *page = relo__sliced_new_page_size(pool, padded);
+    if (l->dense.quiet > 0) {
+        l->dense.quiet--;
+        return false;
+    }
+    return may_move && reserved + *page > live + live / RELO_DENSE_SLACK_DIVISOR;
+}
+
+static void dense_packed(relo_stream_layout *l, bool gave_back)
+{
+    if (!gave_back) l->dense.quiet = RELO_DENSE_QUIET_PAGES;
+}
+
+static void dense_held(const relo_stream_layout *l, uint64_t *live, uint64_t *reserved)
+{
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
+        const relo_pool *p = &l->dense.pools[k];
+        *live += p->bytes_in_use + p->bytes_padding;
+        *reserved += p->bytes_reserved;
+    }
+}
+
+static void dense_each_pool(relo_stream_layout *l, void (*fn)(relo_pool *, void *), void *user)
+{
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) fn(&l->dense.pools[k], user);
+}
+
+static void dense_destroy(relo_stream_layout *l)
+{
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) relo__pool_destroy(&l->dense.pools[k]);
+}
+
+static bool dense_check(const relo_stream_layout *l, const char **why)
+{
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
+        const relo_pool *p = &l->dense.pools[k];
+        if (p->kind != RELO_POOL_SLICED || !p->best_fit || !p->variable_pages) {
+            *why = "a dense pool is not a best-fit sliced pool of variable pages";
+            return false;
+        }
+    }
+    return true;
+}
+
+const relo_layout_ops relo__layout_dense = {
+    .kind = RELO_LAYOUT_KIND_DENSE,
+    .name = "dense",
+    .init = dense_init,
+    .reserve = dense_reserve,
+    .each_pool = dense_each_pool,
+    .destroy = dense_destroy,
+    .check = dense_check,
+    .want_pack = dense_want_pack,
+    .packed = dense_packed,
+    .held = dense_held,
+};
