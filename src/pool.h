@@ -17,7 +17,21 @@
 #include "handle.h"
 #include "page.h"
 #include "releaser.h"
-#include "stats.h"
+
+/** Counters of events a stream and a device keep for relo_stats
+ *  (monotonic; longest_pass_ns is a maximum; gauges are summed from the
+ *  pools). pool.c changes the backend and leak counters, relocation.c and
+ *  stats.c the rest. */
+#define RELO_COUNTER_LIST(X)                                                   \
+    X(relocations) X(relocations_abandoned) X(allocations_moved) X(bytes_moved) \
+    X(bytes_leaked) X(pages_released) X(backend_allocs) X(backend_frees) X(longest_pass_ns) \
+    X(allocations_total) X(bytes_allocated_total) X(frees_total) X(bytes_freed_total)
+
+typedef struct relo_counters {
+#define RELO_X_(name) uint64_t name;
+    RELO_COUNTER_LIST(RELO_X_)
+#undef RELO_X_
+} relo_counters;
 
 /** Bytes held and backend calls made, as a stream and a device count them;
  *  pool.c keeps both exact on every page taken or given back. */

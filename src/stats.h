@@ -1,8 +1,8 @@
 /*
- * stats.h — event counters kept per stream and per device, and the
- * functions that fill relo_stats and write reports from one X-macro list
- * (RELO_STATS_LIST in relo.h), so the struct, the text and the JSON cannot
- * drift apart.
+ * stats.h — the functions that count events per stream and per device
+ * (the counters themselves, relo_counters, are pool.h's) and fill
+ * relo_stats and write reports from one X-macro list (RELO_STATS_LIST in
+ * relo.h), so the struct, the text and the JSON cannot drift apart.
  */
 #ifndef RELO_STATS_H
 #define RELO_STATS_H
@@ -10,20 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pool.h"
 #include "relo.h"
-
-/* Counters of events (monotonic; longest_pass_ns is a maximum). Gauges
- * are summed from the pools. */
-#define RELO_COUNTER_LIST(X)                                                   \
-    X(relocations) X(relocations_abandoned) X(allocations_moved) X(bytes_moved) \
-    X(bytes_leaked) X(pages_released) X(backend_allocs) X(backend_frees) X(longest_pass_ns) \
-    X(allocations_total) X(bytes_allocated_total) X(frees_total) X(bytes_freed_total)
-
-typedef struct relo_counters {
-#define RELO_X_(name) uint64_t name;
-    RELO_COUNTER_LIST(RELO_X_)
-#undef RELO_X_
-} relo_counters;
 
 struct relo_stream;
 struct relo_device;
