@@ -125,10 +125,14 @@ relo_status relo_stream_create(relo_device *device, void *backend_stream, relo_s
     }
     s = relo__malloc(sizeof *s);
     if (!s) goto done;
-    relo__stream_init(s, device, backend_stream);
+    if (relo__stream_init(s, device, backend_stream) != RELO_OK) {
+        relo__free(s);
+        goto done;
+    }
     if (device->backend->ops.stream_add && backend_stream) {
         st = device->backend->ops.stream_add(device->backend->ctx, backend_stream);
         if (st != RELO_OK) {
+            relo__stream_free_pages(s);
             relo__free(s);
             goto done;
         }

@@ -69,7 +69,7 @@ typedef struct relo_dense {
 #define RELO_BUCKETS 24
 
 typedef struct relo_buckets {
-    relo_pool pools[RELO_BUCKETS];
+    relo_pool *pools;               /* RELO_BUCKETS of them, allocated at init */
     uint32_t count;
 } relo_buckets;
 
@@ -80,8 +80,9 @@ typedef struct relo_stream_layout relo_stream_layout;
 typedef struct relo_layout_ops {
     relo_layout_kind kind;
     const char *name;
-    /** Sets up the layout's pools in home. Never fails. */
-    void (*init)(relo_stream_layout *layout, const relo_pool_home *home);
+    /** Sets up the layout's pools in home. Returns RELO_OK or
+     *  RELO_ERR_HOST_MEMORY (nothing allocated). */
+    relo_status (*init)(relo_stream_layout *layout, const relo_pool_home *home);
     /**
      * Reserves size (> 0) bytes for slot; a new page only when
      * allow_new_page. Returns RELO_OK, RELO_ERR_BUFFER_TOO_BIG,
@@ -113,7 +114,8 @@ typedef struct relo_layout_ops {
     void (*held)(const relo_stream_layout *layout, uint64_t *live, uint64_t *reserved);
 } relo_layout_ops;
 
-/** A stream's layout: its table and only its own state. */
+/** A stream's layout: its table and only its own state (the largest,
+ *  the adaptive layout's, sets the size; the buckets live apart). */
 struct relo_stream_layout {
     const relo_layout_ops *ops;
     union {

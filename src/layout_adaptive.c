@@ -8,11 +8,12 @@
 
 #include "sliced_pool.h"
 
-static void adaptive_init(relo_stream_layout *l, const relo_pool_home *home)
+static relo_status adaptive_init(relo_stream_layout *l, const relo_pool_home *home)
 {
     uint64_t small_page = relo__round_down(relo__min(RELO_SMALL_PAGE, home->max_page), home->alignment);
     relo__pool_init(&l->adaptive.small, RELO_POOL_SLICED, "small", home, small_page);
     relo__arena_init(&l->adaptive.arena, home);
+    return RELO_OK;
 }
 
 static relo_status adaptive_reserve(relo_stream_layout *l, uint64_t size, uint32_t slot, bool allow_new_page,

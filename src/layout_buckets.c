@@ -11,12 +11,15 @@
 #include <math.h>
 
 #include "exclusive_pool.h"
+#include "hostmem.h"
 
 #define EXCLUSIVE_MIN_BUCKET (32 * RELO_KiB)
 
-static void buckets_init(relo_stream_layout *l, const relo_pool_home *home)
+static relo_status buckets_init(relo_stream_layout *l, const relo_pool_home *home)
 {
     relo_buckets *b = &l->buckets;
+    b->pools = relo__calloc(RELO_BUCKETS * sizeof *b->pools);
+    if (!b->pools) return RELO_ERR_HOST_MEMORY;
     uint64_t lo = EXCLUSIVE_MIN_BUCKET, hi = home->max_page;
     uint64_t last = 0;
     b->count = 0;
@@ -30,6 +33,7 @@ static void buckets_init(relo_stream_layout *l, const relo_pool_home *home)
         last = size;
         relo__exclusive_init(&b->pools[b->count++], home, "bucket", size, true);
     }
+    return RELO_OK;
 }
 
 static relo_status buckets_reserve(relo_stream_layout *l, uint64_t size, uint32_t slot, bool allow_new_page,
@@ -55,6 +59,9 @@ static void buckets_each_pool(relo_stream_layout *l, void (*fn)(relo_pool *, voi
 static void buckets_destroy(relo_stream_layout *l)
 {
     for (uint32_t i = 0; i < l->buckets.count; i++) relo__pool_destroy(&l->buckets.pools[i]);
+    relo__free(l->buckets.pools);
+    l->buckets.pools = NULL;
+    l->buckets.count = 0;
 }
 
 static bool buckets_check(const relo_stream_layout *l, const char **why)

@@ -19,7 +19,7 @@
 
 #include "sliced_pool.h"
 
-static void dense_init(relo_stream_layout *l, const relo_pool_home *home)
+static relo_status dense_init(relo_stream_layout *l, const relo_pool_home *home)
 {
     static const char *names[RELO_DENSE_POOLS] = {"fine", "large"};
     static const uint64_t max_page[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_PAGE, UINT64_MAX};
@@ -40,6 +40,7 @@ static void dense_init(relo_stream_layout *l, const relo_pool_home *home)
         p->small_request_max = small_max[k];
         p->small_request_page = relo__round_down(relo__min(small_page[k], p->page_size), home->alignment);
     }
+    return RELO_OK;
 }
 
 relo_pool *relo__dense_pool_for(relo_stream_layout *l, uint64_t padded)

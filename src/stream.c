@@ -18,7 +18,7 @@
 #include "slide.h"
 #include "trim.h"
 
-void relo__stream_init(struct relo_stream *s, relo_device *d, void *backend_stream)
+relo_status relo__stream_init(struct relo_stream *s, relo_device *d, void *backend_stream)
 {
     memset(s, 0, sizeof *s);
     s->device = d;
@@ -40,7 +40,7 @@ void relo__stream_init(struct relo_stream *s, relo_device *d, void *backend_stre
     relo__pool_init(&s->dedicated, RELO_POOL_DEDICATED, "dedicated", &s->home, 0);
     relo__exclusive_init(&s->tiny, &s->home, "tiny", d->alignment, false);
     s->layout.ops = d->layout;
-    s->layout.ops->init(&s->layout, &s->home);
+    return s->layout.ops->init(&s->layout, &s->home);
 }
 
 void relo__stream_each_pool(struct relo_stream *s, void (*fn)(relo_pool *, void *), void *user)

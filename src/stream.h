@@ -65,8 +65,9 @@ relo_status relo__stream_reserve(struct relo_stream *stream, uint64_t size, relo
 uint64_t relo__stream_allocations(const struct relo_stream *stream);
 uint64_t relo__stream_guarded_pages(const struct relo_stream *stream);
 
-/** Sets up the stream's pools for the device's layout. */
-void relo__stream_init(struct relo_stream *stream, struct relo_device *device, void *backend_stream);
+/** Sets up the stream's pools for the device's layout. Returns RELO_OK or
+ *  RELO_ERR_HOST_MEMORY (nothing allocated). */
+relo_status relo__stream_init(struct relo_stream *stream, struct relo_device *device, void *backend_stream);
 
 /** Gives back every page of the stream. */
 void relo__stream_free_pages(struct relo_stream *stream);
