@@ -23,6 +23,7 @@
 #include "fixture.h"
 #include "relo.h"
 #include "relo_cuda.h"
+#include "round_trip.h"
 
 typedef struct cu_env {
     CUdevice device;
@@ -162,13 +163,7 @@ CHECK_TEST(ops_write_copy_read)
     expect_eq(ax % 256, 0);
     expect_ne(ax, ay);
 
-    unsigned char data[1000], back[1000];
-    for (int i = 0; i < 1000; i++) data[i] = (unsigned char)(i * 7);
-    require_ok(b->ops.write(b->ctx, x, 100, data, sizeof data));
-    require_ok(b->ops.copy(b->ctx, x, 100, y, 3000, sizeof data));
-    require_ok(b->ops.wait_copies(b->ctx));
-    require_ok(b->ops.read(b->ctx, y, 3000, back, sizeof back));
-    expect_eq(memcmp(data, back, sizeof data), 0);
+    round_trip_ops(b, x, y);
     expect_ok(b->ops.wait_device(b->ctx));
     b->ops.free(b->ctx, x, 4096);
     b->ops.free(b->ctx, y, 4096);

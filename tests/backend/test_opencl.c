@@ -22,6 +22,7 @@
 #include "fixture.h"
 #include "relo.h"
 #include "relo_opencl.h"
+#include "round_trip.h"
 #include "testing.h"
 #include "wrap_backend.h"
 
@@ -38,7 +39,7 @@ typedef struct cl_env {
     cl_kernel kernels[2];       /* add1, one per queue, where made */
 } cl_env;
 
-static void env_close(cl_env *e);
+static void env_close(void *env);
 
 /* Opens the first device of the first platform that has one, or ends the
  * case as skipped (with nothing left open). */
@@ -69,8 +70,10 @@ static void env_open(cl_env *e)
     }
 }
 
-static void env_close(cl_env *e)
+/* Releases whatever env (a cl_env, void * as dc_env calls it) holds. */
+static void env_close(void *env)
 {
+    cl_env *e = env;
     for (int i = 0; i < 2; i++)
         if (e->kernels[i]) clReleaseKernel(e->kernels[i]);
     if (e->prog) clReleaseProgram(e->prog);
@@ -80,8 +83,11 @@ static void env_close(cl_env *e)
     if (e->context) clReleaseContext(e->context);
 }
 
-static relo_backend *make_backend(cl_env *e)
+/* An OpenCL backend on env (a cl_env, void * as dc_env calls it); NULL
+ * where creation fails. */
+static relo_backend *make_backend(void *env)
 {
+    cl_env *e = env;
     relo_backend *b = NULL;
     if (relo_backend_opencl_create(e->context, e->device, e->copy_queue, &b) != RELO_OK)
         return NULL;
@@ -92,20 +98,10 @@ static relo_backend *make_backend(cl_env *e)
 /* The environment as the shared cases see it (device_cases.h)              */
 /* ------------------------------------------------------------------------ */
 
-static relo_backend *cases_make_backend(void *env)
-{
-    return make_backend(env);
-}
-
 static void *cases_stream(void *env, int i)
 {
     cl_env *e = env;
     return e->queues[i];
-}
-
-static void cases_close(void *env)
-{
-    env_close(env);
 }
 
 /* Enqueues add1 over the allocation's bytes on queue i, as a runtime
@@ -139,9 +135,9 @@ static dc_env open_cases(cl_env *e)
     env_open(e);
     dc_env c = {
         .env = e,
-        .make_backend = cases_make_backend,
+        .make_backend = make_backend,
         .stream = cases_stream,
-        .close = cases_close,
+        .close = env_close,
         .launch_add1 = cases_launch_add1,
         .finish = cases_finish,
         .add1_width = 1,
@@ -227,17 +223,12 @@ CHECK_TEST(ops_write_copy_read)
     expect_true(x != NULL && y != NULL && x != y);
     expect_eq(ax, 0); /* OpenCL buffers have no device address */
 
-    unsigned char data[1000], back[1000];
-    for (int i = 0; i < 1000; i++) data[i] = (unsigned char)(i * 7);
-    require_ok(b->ops.write(b->ctx, x, 100, data, sizeof data));
-    require_ok(b->ops.copy(b->ctx, x, 100, y, 3000, sizeof data));
-    require_ok(b->ops.wait_copies(b->ctx));
-    require_ok(b->ops.read(b->ctx, y, 3000, back, sizeof back));
-    expect_eq(memcmp(data, back, sizeof data), 0);
-    expect_ok(b->ops.write(b->ctx, x, 0, data, 0)); /* zero bytes: nothing to do */
+    round_trip_ops(b, x, y);
+    expect_ok(b->ops.write(b->ctx, x, 0, "", 0)); /* zero bytes: nothing to do */
     expect_ok(b->ops.wait_device(b->ctx));
 
     /* A transfer past the buffer's end is an OpenCL error, not a crash. */
+    unsigned char back[1000];
     expect_status(b->ops.read(b->ctx, y, 4000, back, sizeof back), RELO_ERR_BACKEND);
     cl_int code = CL_SUCCESS;
     require_ok(relo_backend_opencl_last_error(b, &code));

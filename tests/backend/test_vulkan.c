@@ -31,6 +31,7 @@
 #include "fixture.h"
 #include "relo.h"
 #include "relo_vulkan.h"
+#include "round_trip.h"
 #include "testing.h"
 #include "wrap_backend.h"
 
@@ -244,9 +245,10 @@ static void env_open(vk_env *e)
 static void pipeline_close(vk_env *e);
 
 /* Destroys everything env_open made and fails the case on any message of
- * the validation layer. */
-static void env_close(vk_env *e)
+ * the validation layer. env is a vk_env (void *, as dc_env calls it). */
+static void env_close(void *env)
 {
+    vk_env *e = env;
     if (e->device) {
         vkDeviceWaitIdle(e->device);
         pipeline_close(e);
@@ -295,8 +297,11 @@ static relo_vulkan_desc desc_of(vk_env *e)
     return d;
 }
 
-static relo_backend *make_backend(vk_env *e)
+/* A Vulkan backend on env (a vk_env, void * as dc_env calls it), kept in
+ * env->backend for stream announcements; NULL where creation fails. */
+static relo_backend *make_backend(void *env)
 {
+    vk_env *e = env;
     relo_vulkan_desc d = desc_of(e);
     relo_backend *b = NULL;
     if (relo_backend_vulkan_create(&d, &b) != RELO_OK) return NULL;
@@ -308,20 +313,10 @@ static relo_backend *make_backend(vk_env *e)
 /* The environment as the shared cases see it (device_cases.h)              */
 /* ------------------------------------------------------------------------ */
 
-static relo_backend *cases_make_backend(void *env)
-{
-    return make_backend(env);
-}
-
 static void *cases_stream(void *env, int i)
 {
     vk_env *e = env;
     return &e->vs[i];
-}
-
-static void cases_close(void *env)
-{
-    env_close(env);
 }
 
 /* Where the device has buffer device addresses, a moved allocation's
@@ -369,9 +364,9 @@ static dc_env open_cases(vk_env *e)
     env_open(e);
     dc_env c = {
         .env = e,
-        .make_backend = cases_make_backend,
+        .make_backend = make_backend,
         .stream = cases_stream,
-        .close = cases_close,
+        .close = env_close,
         .check_moved = cases_check_moved,
         .launch_add1 = cases_launch_add1,
         .finish = cases_finish,
@@ -499,15 +494,8 @@ static void ops_round_trip(vk_env *e, relo_vulkan_desc d)
         expect_eq(ax, 0);
     }
 
-    unsigned char data[1000], back[1000];
-    for (int i = 0; i < 1000; i++) data[i] = (unsigned char)(i * 7);
-    require_ok(b->ops.write(b->ctx, x, 100, data, sizeof data));
-    require_ok(b->ops.copy(b->ctx, x, 100, y, 3000, sizeof data));
-    require_ok(b->ops.wait_copies(b->ctx));
-    memset(back, 0, sizeof back);
-    require_ok(b->ops.read(b->ctx, y, 3000, back, sizeof back));
-    expect_eq(memcmp(data, back, sizeof data), 0);
-    expect_ok(b->ops.write(b->ctx, x, 0, data, 0)); /* zero bytes: nothing to do */
+    round_trip_ops(b, x, y);
+    expect_ok(b->ops.write(b->ctx, x, 0, "", 0)); /* zero bytes: nothing to do */
     expect_ok(b->ops.wait_copies(b->ctx));          /* no copies: nothing to wait for */
     expect_ok(b->ops.wait_device(b->ctx));
     VkResult code = VK_ERROR_UNKNOWN;
