@@ -59,17 +59,30 @@ void torch_blocks_release(torch_blocks *b, uint32_t i)
     b->free_head = i;
 }
 
-uint32_t torch_blocks_split(torch_blocks *b, uint32_t i, uint64_t offset, torch_block_state rest_state)
+uint32_t torch_blocks_insert(torch_blocks *b, uint32_t i, bool above, uint64_t addr, uint64_t size,
+                             torch_block_state state)
 {
-    uint32_t r = torch_blocks_new(b, b->v[i].addr + offset, b->v[i].size - offset, rest_state,
-                                  b->v[i].segment, b->v[i].pool);
+    uint32_t r = torch_blocks_new(b, addr, size, state, b->v[i].segment, b->v[i].pool);
     if (r == TORCH_NONE) return r;
     torch_block *x = &b->v[i], *y = &b->v[r];
-    y->prev = i;
-    y->next = x->next;
-    if (x->next != TORCH_NONE) b->v[x->next].prev = r;
-    x->next = r;
-    x->size = offset;
+    if (above) {
+        y->prev = i;
+        y->next = x->next;
+        if (x->next != TORCH_NONE) b->v[x->next].prev = r;
+        x->next = r;
+    } else {
+        y->next = i;
+        y->prev = x->prev;
+        if (x->prev != TORCH_NONE) b->v[x->prev].next = r;
+        x->prev = r;
+    }
+    return r;
+}
+
+uint32_t torch_blocks_split(torch_blocks *b, uint32_t i, uint64_t offset, torch_block_state rest_state)
+{
+    uint32_t r = torch_blocks_insert(b, i, true, b->v[i].addr + offset, b->v[i].size - offset, rest_state);
+    if (r != TORCH_NONE) b->v[i].size = offset;
     return r;
 }
 
@@ -86,4 +99,31 @@ void torch_blocks_absorb(torch_blocks *b, uint32_t dst, uint32_t src)
     }
     d->size += s->size;
     torch_blocks_release(b, src);
+}
+
+bool torch_blocks_file(const torch_blocks *b, sorted_index *index, uint32_t i)
+{
+    const torch_block *x = &b->v[i];
+    if (x->state == TORCH_BLOCK_UNMAPPED) return sorted_index_insert(&index[x->pool], x->addr, 0, i);
+    return sorted_index_insert(&index[x->pool], x->size, x->addr, i);
+}
+
+void torch_blocks_unfile(const torch_blocks *b, sorted_index *index, uint32_t i)
+{
+    const torch_block *x = &b->v[i];
+    if (x->state == TORCH_BLOCK_UNMAPPED)
+        sorted_index_remove(&index[x->pool], x->addr, 0);
+    else
+        sorted_index_remove(&index[x->pool], x->size, x->addr);
+}
+
+void torch_blocks_merge(torch_blocks *b, sorted_index *index, uint32_t i)
+{
+    uint8_t state = b->v[i].state;
+    uint32_t n = b->v[i].prev;
+    for (int side = 0; side < 2; side++, n = b->v[i].next) {
+        if (n == TORCH_NONE || b->v[n].state != state) continue;
+        torch_blocks_unfile(b, index, n);
+        torch_blocks_absorb(b, i, n);
+    }
 }

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sorted_index.h"
+
 /** "No block": the neighbour beyond a segment's end. */
 #define TORCH_NONE UINT32_MAX
 
@@ -62,6 +64,15 @@ uint32_t torch_blocks_new(torch_blocks *b, uint64_t addr, uint64_t size, torch_b
 void torch_blocks_release(torch_blocks *b, uint32_t i);
 
 /**
+ * A new block of the given range and state in i's segment and pool,
+ * linked right above i (above) or right below it; i's own range is the
+ * caller's to adjust. Returns the new block's index, or TORCH_NONE when
+ * host memory ran out (nothing linked).
+ */
+uint32_t torch_blocks_insert(torch_blocks *b, uint32_t i, bool above, uint64_t addr, uint64_t size,
+                             torch_block_state state);
+
+/**
  * Splits block i at `offset` bytes (0 < offset < size): i keeps the low
  * part, a new block of the given state takes the rest and is linked after
  * it. Returns the new block's index, or TORCH_NONE when host memory ran
@@ -74,5 +85,25 @@ uint32_t torch_blocks_split(torch_blocks *b, uint32_t i, uint64_t offset, torch_
  * slot is released. The caller first takes src out of any set.
  */
 void torch_blocks_absorb(torch_blocks *b, uint32_t dst, uint32_t src);
+
+/*
+ * A model files its free and unmapped blocks in one sorted_index per pool
+ * (index[pool]): a free block under (size, address), so a lower bound on
+ * the size finds the best fit; an unmapped one under (address, 0).
+ */
+
+/** Files block i in index[its pool] under the key of its state (free or
+ *  unmapped). Returns false when host memory ran out. */
+bool torch_blocks_file(const torch_blocks *b, sorted_index *index, uint32_t i);
+
+/** Takes block i, filed in its present state, out of index[its pool]. */
+void torch_blocks_unfile(const torch_blocks *b, sorted_index *index, uint32_t i);
+
+/**
+ * Block i absorbs each neighbour in the same state as itself (the one
+ * below, then the one above), taking it out of index first. i is not
+ * filed itself: the caller files it once its state is final.
+ */
+void torch_blocks_merge(torch_blocks *b, sorted_index *index, uint32_t i);
 
 #endif /* RELO_TOOLS_TORCH_BLOCK_H */

@@ -67,18 +67,6 @@ static void *create(const trace *t, uint64_t capacity)
     return m;
 }
 
-static bool add_free(classic *m, uint32_t b)
-{
-    const torch_block *x = &m->blocks.v[b];
-    return sorted_index_insert(&m->free[x->pool], x->size, x->addr, b);
-}
-
-static void remove_free(classic *m, uint32_t b)
-{
-    const torch_block *x = &m->blocks.v[b];
-    sorted_index_remove(&m->free[x->pool], x->size, x->addr);
-}
-
 /* Returns every wholly free segment of every pool to the device. */
 static void release_cached(classic *m)
 {
@@ -151,7 +139,7 @@ static baseline_step alloc(void *model, uint32_t a, uint16_t stream, uint64_t si
     uint64_t rest = m->blocks.v[b].size - rs;
     if (small ? rest >= TORCH_MIN_BLOCK : rest > TORCH_MIB) {
         uint32_t r = torch_blocks_split(&m->blocks, b, rs, TORCH_BLOCK_FREE);
-        if (r == TORCH_NONE || !add_free(m, r)) return BASELINE_STEP_FAILED;
+        if (r == TORCH_NONE || !torch_blocks_file(&m->blocks, m->free, r)) return BASELINE_STEP_FAILED;
     }
     m->blocks.v[b].state = TORCH_BLOCK_USED;
     m->block_of[a] = b;
@@ -163,19 +151,9 @@ static baseline_step release(void *model, uint32_t a)
     classic *m = model;
     if (a >= m->alloc_count) return BASELINE_STEP_FAILED;
     uint32_t b = m->block_of[a];
-    torch_block *x = &m->blocks.v[b];
-    x->state = TORCH_BLOCK_FREE;
-    uint32_t n = x->next;
-    if (n != TORCH_NONE && m->blocks.v[n].state == TORCH_BLOCK_FREE) {
-        remove_free(m, n);
-        torch_blocks_absorb(&m->blocks, b, n);
-    }
-    uint32_t p = m->blocks.v[b].prev;
-    if (p != TORCH_NONE && m->blocks.v[p].state == TORCH_BLOCK_FREE) {
-        remove_free(m, p);
-        torch_blocks_absorb(&m->blocks, b, p);
-    }
-    return add_free(m, b) ? BASELINE_STEP_OK : BASELINE_STEP_FAILED;
+    m->blocks.v[b].state = TORCH_BLOCK_FREE;
+    torch_blocks_merge(&m->blocks, m->free, b);
+    return torch_blocks_file(&m->blocks, m->free, b) ? BASELINE_STEP_OK : BASELINE_STEP_FAILED;
 }
 
 static uint64_t reserved(const void *model)

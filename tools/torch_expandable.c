@@ -86,26 +86,22 @@ static void *create(const trace *t, uint64_t capacity)
 
 static bool add_free(expandable *m, uint32_t b)
 {
-    const torch_block *x = &m->blocks.v[b];
-    return sorted_index_insert(&m->free[x->pool], x->size, x->addr, b);
+    return torch_blocks_file(&m->blocks, m->free, b);
 }
 
 static void remove_free(expandable *m, uint32_t b)
 {
-    const torch_block *x = &m->blocks.v[b];
-    sorted_index_remove(&m->free[x->pool], x->size, x->addr);
+    torch_blocks_unfile(&m->blocks, m->free, b);
 }
 
 static bool add_unmapped(expandable *m, uint32_t b)
 {
-    const torch_block *x = &m->blocks.v[b];
-    return sorted_index_insert(&m->unmapped[x->pool], x->addr, 0, b);
+    return torch_blocks_file(&m->blocks, m->unmapped, b);
 }
 
 static void remove_unmapped(expandable *m, uint32_t b)
 {
-    const torch_block *x = &m->blocks.v[b];
-    sorted_index_remove(&m->unmapped[x->pool], x->addr, 0);
+    torch_blocks_unfile(&m->blocks, m->unmapped, b);
 }
 
 static bool is(const expandable *m, uint32_t b, torch_block_state s)
@@ -150,16 +146,7 @@ static int map_block(expandable *m, uint32_t b, uint64_t nbytes)
         uint32_t r = torch_blocks_split(&m->blocks, b, mb, TORCH_BLOCK_UNMAPPED);
         if (r == TORCH_NONE || !add_unmapped(m, r)) return MAP_FAILED;
     }
-    uint32_t p = m->blocks.v[b].prev;
-    if (is(m, p, TORCH_BLOCK_FREE)) {
-        remove_free(m, p);
-        torch_blocks_absorb(&m->blocks, b, p);
-    }
-    uint32_t n = m->blocks.v[b].next;
-    if (is(m, n, TORCH_BLOCK_FREE)) {
-        remove_free(m, n);
-        torch_blocks_absorb(&m->blocks, b, n);
-    }
+    torch_blocks_merge(&m->blocks, m->free, b);
     if (!add_free(m, b)) return MAP_FAILED;
     m->pages_mapped += mb / page;
     m->reserved += mb;
@@ -229,40 +216,18 @@ static bool unmap_block(expandable *m, uint32_t b)
     remove_free(m, b);
     uint64_t ustart = base + first * page, usize = (last - first) * page;
     uint64_t before = ustart - x.addr, after = x.addr + x.size - (ustart + usize);
-    if (before > 0) {
-        uint32_t y = torch_blocks_new(&m->blocks, x.addr, before, TORCH_BLOCK_FREE, x.segment, x.pool);
-        if (y == TORCH_NONE) return false;
-        torch_block *bb = &m->blocks.v[b];
-        m->blocks.v[y].prev = bb->prev;
-        m->blocks.v[y].next = b;
-        if (bb->prev != TORCH_NONE) m->blocks.v[bb->prev].next = y;
-        bb->prev = y;
-        if (!add_free(m, y)) return false;
-    }
-    if (after > 0) {
-        uint32_t y = torch_blocks_new(&m->blocks, ustart + usize, after, TORCH_BLOCK_FREE, x.segment, x.pool);
-        if (y == TORCH_NONE) return false;
-        torch_block *bb = &m->blocks.v[b];
-        m->blocks.v[y].prev = b;
-        m->blocks.v[y].next = bb->next;
-        if (bb->next != TORCH_NONE) m->blocks.v[bb->next].prev = y;
-        bb->next = y;
-        if (!add_free(m, y)) return false;
+    /* The partial pages at either end stay free, as blocks of their own. */
+    for (int above = 0; above < 2; above++) {
+        uint64_t n = above ? after : before, at = above ? ustart + usize : x.addr;
+        if (n == 0) continue;
+        uint32_t y = torch_blocks_insert(&m->blocks, b, above, at, n, TORCH_BLOCK_FREE);
+        if (y == TORCH_NONE || !add_free(m, y)) return false;
     }
     torch_block *bb = &m->blocks.v[b];
     bb->addr = ustart;
     bb->size = usize;
     bb->state = TORCH_BLOCK_UNMAPPED;
-    uint32_t p = bb->prev;
-    if (is(m, p, TORCH_BLOCK_UNMAPPED)) {
-        remove_unmapped(m, p);
-        torch_blocks_absorb(&m->blocks, b, p);
-    }
-    uint32_t n = m->blocks.v[b].next;
-    if (is(m, n, TORCH_BLOCK_UNMAPPED)) {
-        remove_unmapped(m, n);
-        torch_blocks_absorb(&m->blocks, b, n);
-    }
+    torch_blocks_merge(&m->blocks, m->unmapped, b);
     if (!add_unmapped(m, b)) return false;
     m->pages_unmapped += usize / page;
     m->reserved -= usize;
@@ -341,16 +306,7 @@ static baseline_step release(void *model, uint32_t a)
     if (a >= m->alloc_count) return BASELINE_STEP_FAILED;
     uint32_t b = m->block_of[a];
     m->blocks.v[b].state = TORCH_BLOCK_FREE;
-    uint32_t p = m->blocks.v[b].prev;
-    if (is(m, p, TORCH_BLOCK_FREE)) {
-        remove_free(m, p);
-        torch_blocks_absorb(&m->blocks, b, p);
-    }
-    uint32_t n = m->blocks.v[b].next;
-    if (is(m, n, TORCH_BLOCK_FREE)) {
-        remove_free(m, n);
-        torch_blocks_absorb(&m->blocks, b, n);
-    }
+    torch_blocks_merge(&m->blocks, m->free, b);
     return add_free(m, b) ? BASELINE_STEP_OK : BASELINE_STEP_FAILED;
 }
 

@@ -20,14 +20,10 @@
 
 #include "backend/backend.h"
 #include "check.h"
+#include "fixture.h"
 #include "relo.h"
 #include "relo_cuda.h"
-
-/* The relocation cases grow a stream's arena (1 MiB, then 10 MiB) and count
- * on the seed policy's outdated page; the default policy packs instead. */
-static const relo_device_desc seed_policy = {.policy = RELO_POLICY_SEED};
-
-#define MiB (UINT64_C(1) << 20)
+#include "round_trip.h"
 
 typedef struct cu_env {
     CUdevice device;
@@ -62,30 +58,46 @@ static void env_close(cu_env *e)
     cuDevicePrimaryCtxRelease(e->device);
 }
 
-static relo_stats stats_of(relo_device *d)
+/* A backend on e's context, a device over it with the seed policy (the
+ * relocation cases grow a stream's arena, 1 MiB then 10 MiB, and count on
+ * its outdated page; the default policy packs instead), f->s on s0 and,
+ * where two is set, f->s2 on e's second stream. False, with the failing
+ * step recorded, when any step fails. */
+static bool dev_open(fx *f, cu_env *e, CUstream s0, bool two)
 {
-    relo_stats s;
-    memset(&s, 0, sizeof s);
-    (void)relo_device_stats(d, &s);
-    return s;
+    memset(f, 0, sizeof *f);
+    relo_status st = relo_backend_cuda_create(e->context, e->device, NULL, &f->backend);
+    if (st == RELO_OK) st = relo_device_create(FX_SEED, f->backend, &f->dev);
+    if (st == RELO_OK) st = relo_stream_create(f->dev, s0, &f->s);
+    if (st == RELO_OK && two) st = relo_stream_create(f->dev, e->streams[1], &f->s2);
+    expect_ok(st);
+    return st == RELO_OK;
 }
 
-static relo_binding bind(relo_stream *s, relo_handle h)
+/* Releases the n handles, destroys the streams and the device (each must
+ * succeed), then closes the environment. */
+static void dev_close(fx *f, cu_env *e, const relo_handle *h, int n)
 {
-    relo_binding b;
-    memset(&b, 0, sizeof b);
-    (void)relo_resolve(s, h, &b);
-    return b;
+    for (int i = 0; i < n; i++) expect_ok(relo_release(f->dev, h[i]));
+    fx_close(f);
+    env_close(e);
 }
 
-static bool reads_all(relo_device *d, relo_handle h, uint64_t n, unsigned char v)
+/* The relocation cases' scene: 1 MiB (h[0]) that device work on stream
+ * `on` sets to v, not synchronised, then 10 MiB (h[1]) that outdates its
+ * page, and a reclaim that must wait for the work before it moves the
+ * 1 MiB. *before is h[0]'s binding before the move. */
+static void memset_then_move(fx *f, CUstream on, unsigned char v, relo_handle h[2],
+                             relo_binding *before)
 {
-    unsigned char *p = malloc((size_t)n);
-    if (!p) return false;
-    bool ok = relo_read(d, h, 0, p, n) == RELO_OK;
-    for (uint64_t i = 0; ok && i < n; i++) ok = p[i] == v;
-    free(p);
-    return ok;
+    memset(before, 0, sizeof *before);
+    require_ok(relo_reserve(f->s, MiB, &h[0]));
+    *before = fx_bind(f->s, h[0]);
+    require_eq(cuMemsetD8Async((CUdeviceptr)before->address, v, MiB, on), CUDA_SUCCESS);
+    require_ok(relo_reserve(f->s, 10 * MiB, &h[1]));
+    require_ok(relo_reclaim(f->s));
+    expect_eq(fx_dev_stats(f->dev).allocations_moved, 1);
+    expect_true(fx_all_bytes(f->dev, h[0], v, MiB));
 }
 
 CHECK_TEST(create_checks_arguments)
@@ -151,13 +163,7 @@ CHECK_TEST(ops_write_copy_read)
     expect_eq(ax % 256, 0);
     expect_ne(ax, ay);
 
-    unsigned char data[1000], back[1000];
-    for (int i = 0; i < 1000; i++) data[i] = (unsigned char)(i * 7);
-    require_ok(b->ops.write(b->ctx, x, 100, data, sizeof data));
-    require_ok(b->ops.copy(b->ctx, x, 100, y, 3000, sizeof data));
-    require_ok(b->ops.wait_copies(b->ctx));
-    require_ok(b->ops.read(b->ctx, y, 3000, back, sizeof back));
-    expect_eq(memcmp(data, back, sizeof data), 0);
+    round_trip_ops(b, x, y);
     expect_ok(b->ops.wait_device(b->ctx));
     b->ops.free(b->ctx, x, 4096);
     b->ops.free(b->ctx, y, 4096);
@@ -187,75 +193,46 @@ CHECK_TEST(reclaim_moves_bytes_written_by_the_device)
 {
     cu_env e;
     env_open(&e);
-    relo_backend *b = NULL;
-    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
-    relo_device *d = NULL;
-    require_ok(relo_device_create(&seed_policy, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, e.streams[0], &s));
-
-    relo_handle h, big;
-    require_ok(relo_reserve(s, MiB, &h));
-    relo_binding before = bind(s, h);
-    require_eq(cuMemsetD8Async((CUdeviceptr)before.address, 7, MiB, e.streams[0]), CUDA_SUCCESS);
-    /* Not synchronised: the relocation must wait for the stream itself. */
-    require_ok(relo_reserve(s, 10 * MiB, &big));
-    require_ok(relo_reclaim(s));
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 1);
+    fx f;
+    require_true(dev_open(&f, &e, e.streams[0], false));
+    relo_handle h[2]; /* h, big */
+    relo_binding before;
+    memset_then_move(&f, e.streams[0], 7, h, &before);
+    relo_stats st = fx_dev_stats(f.dev);
     expect_eq(st.pages, 1);
     expect_eq(st.bytes_reserved, 11 * MiB);
     expect_eq(st.outdated_pages, 0);
-    expect_true(reads_all(d, h, MiB, 7));
 
-    relo_binding after = bind(s, h);
+    relo_binding after = fx_bind(f.s, h[0]);
     expect_ne(after.address, before.address);
     expect_eq(after.address, (uint64_t)(uintptr_t)after.buffer + after.offset);
     require_eq(cuMemsetD8Async((CUdeviceptr)after.address, 9, MiB, e.streams[0]), CUDA_SUCCESS);
     require_eq(cuStreamSynchronize(e.streams[0]), CUDA_SUCCESS);
-    expect_true(reads_all(d, h, MiB, 9));
-
-    require_ok(relo_release(d, h));
-    require_ok(relo_release(d, big));
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    expect_true(fx_all_bytes(f.dev, h[0], 9, MiB));
+    dev_close(&f, &e, h, 2);
 }
 
 CHECK_TEST(two_streams_are_both_waited_for)
 {
     cu_env e;
     env_open(&e);
-    relo_backend *b = NULL;
-    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
-    relo_device *d = NULL;
-    require_ok(relo_device_create(&seed_policy, b, &d));
-    relo_stream *sa = NULL, *sb = NULL;
-    require_ok(relo_stream_create(d, e.streams[0], &sa));
-    require_ok(relo_stream_create(d, e.streams[1], &sb));
-    relo_handle ha, hb, bigA, bigB;
-    require_ok(relo_reserve(sa, MiB, &ha));
-    require_ok(relo_reserve(sb, MiB, &hb));
-    require_ok(relo_reserve(sa, 10 * MiB, &bigA));
-    require_ok(relo_reserve(sb, 10 * MiB, &bigB));
-    require_eq(cuMemsetD8Async((CUdeviceptr)bind(sa, ha).address, 3, MiB, e.streams[0]),
-               CUDA_SUCCESS);
-    require_eq(cuMemsetD8Async((CUdeviceptr)bind(sb, hb).address, 4, MiB, e.streams[1]),
-               CUDA_SUCCESS);
-    require_ok(relo_reclaim_device(d)); /* both streams move */
-    expect_eq(stats_of(d).allocations_moved, 2);
-    expect_eq(stats_of(d).outdated_pages, 0);
-    expect_true(reads_all(d, ha, MiB, 3));
-    expect_true(reads_all(d, hb, MiB, 4));
-
-    require_ok(relo_release(d, ha));
-    require_ok(relo_release(d, hb));
-    require_ok(relo_release(d, bigA));
-    require_ok(relo_release(d, bigB));
-    require_ok(relo_stream_destroy(sb));
-    require_ok(relo_stream_destroy(sa));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    fx f;
+    require_true(dev_open(&f, &e, e.streams[0], true));
+    relo_handle h[4]; /* a, b, bigA, bigB */
+    require_ok(relo_reserve(f.s, MiB, &h[0]));
+    require_ok(relo_reserve(f.s2, MiB, &h[1]));
+    require_ok(relo_reserve(f.s, 10 * MiB, &h[2]));
+    require_ok(relo_reserve(f.s2, 10 * MiB, &h[3]));
+    for (int i = 0; i < 2; i++)
+        require_eq(cuMemsetD8Async((CUdeviceptr)fx_bind(i ? f.s2 : f.s, h[i]).address,
+                                   (unsigned char)(3 + i), MiB, e.streams[i]),
+                   CUDA_SUCCESS);
+    require_ok(relo_reclaim_device(f.dev)); /* both streams move */
+    expect_eq(fx_dev_stats(f.dev).allocations_moved, 2);
+    expect_eq(fx_dev_stats(f.dev).outdated_pages, 0);
+    expect_true(fx_all_bytes(f.dev, h[0], 3, MiB));
+    expect_true(fx_all_bytes(f.dev, h[1], 4, MiB));
+    dev_close(&f, &e, h, 4);
 }
 
 /* Several threads call the backend's ops at once, as relo may when it
@@ -337,28 +314,13 @@ CHECK_TEST(legacy_stream_work_lands_before_relocation)
 {
     cu_env e;
     env_open(&e);
-    relo_backend *b = NULL;
-    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
-    relo_device *d = NULL;
-    require_ok(relo_device_create(&seed_policy, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, NULL, &s));
-
-    relo_handle h, big;
-    require_ok(relo_reserve(s, MiB, &h));
-    relo_binding before = bind(s, h);
-    require_eq(cuMemsetD8Async((CUdeviceptr)before.address, 5, MiB, NULL), CUDA_SUCCESS);
-    require_ok(relo_reserve(s, 10 * MiB, &big));
-    require_ok(relo_reclaim(s));
-    expect_eq(stats_of(d).allocations_moved, 1);
-    expect_ne(bind(s, h).address, before.address);
-    expect_true(reads_all(d, h, MiB, 5));
-
-    require_ok(relo_release(d, h));
-    require_ok(relo_release(d, big));
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    fx f;
+    require_true(dev_open(&f, &e, NULL, false));
+    relo_handle h[2]; /* h, big */
+    relo_binding before;
+    memset_then_move(&f, NULL, 5, h, &before);
+    expect_ne(fx_bind(f.s, h[0]).address, before.address);
+    dev_close(&f, &e, h, 2);
 }
 
 /* Work on a stream the runtime never gave relo (streams[1]) writes an
@@ -367,27 +329,12 @@ CHECK_TEST(unregistered_stream_work_lands_before_relocation)
 {
     cu_env e;
     env_open(&e);
-    relo_backend *b = NULL;
-    require_ok(relo_backend_cuda_create(e.context, e.device, NULL, &b));
-    relo_device *d = NULL;
-    require_ok(relo_device_create(&seed_policy, b, &d));
-    relo_stream *s = NULL;
-    require_ok(relo_stream_create(d, e.streams[0], &s));
-
-    relo_handle h, big;
-    require_ok(relo_reserve(s, MiB, &h));
-    require_eq(cuMemsetD8Async((CUdeviceptr)bind(s, h).address, 6, MiB, e.streams[1]),
-               CUDA_SUCCESS);
-    require_ok(relo_reserve(s, 10 * MiB, &big));
-    require_ok(relo_reclaim(s));
-    expect_eq(stats_of(d).allocations_moved, 1);
-    expect_true(reads_all(d, h, MiB, 6));
-
-    require_ok(relo_release(d, h));
-    require_ok(relo_release(d, big));
-    require_ok(relo_stream_destroy(s));
-    require_ok(relo_device_destroy(d));
-    env_close(&e);
+    fx f;
+    require_true(dev_open(&f, &e, e.streams[0], false));
+    relo_handle h[2]; /* h, big */
+    relo_binding before;
+    memset_then_move(&f, e.streams[1], 6, h, &before);
+    dev_close(&f, &e, h, 2);
 }
 
 CHECK_MAIN()

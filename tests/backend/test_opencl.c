@@ -6,10 +6,10 @@
  * writes through a binding before and after a relocation, and two command
  * queues as two streams. Without a platform or device every case is SKIP.
  *
- * OpenCL has no fault injection, so behaviours 26, 27 and 37 wrap the
- * OpenCL backend's ops in a test-local backend (relo_backend_create) that
- * refuses copies, fails the copy wait after really waiting, or logs the
- * order of calls; everything else goes to the real device unchanged.
+ * The relocation behaviours and the kernel case are written once for every
+ * real device in device_cases.h; this file gives them the OpenCL
+ * environment. OpenCL has no fault injection, so behaviours 26, 27 and 37
+ * and the slide cases wrap the OpenCL backend's ops (wrap_backend.h).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,10 +18,13 @@
 
 #include "backend/backend.h"
 #include "check.h"
+#include "device_cases.h"
 #include "fixture.h"
 #include "relo.h"
 #include "relo_opencl.h"
+#include "round_trip.h"
 #include "testing.h"
+#include "wrap_backend.h"
 
 /* ------------------------------------------------------------------------ */
 /* OpenCL environment                                                       */
@@ -32,9 +35,11 @@ typedef struct cl_env {
     cl_context context;
     cl_command_queue copy_queue;
     cl_command_queue queues[2]; /* two runtime queues, for two streams */
+    cl_program prog;            /* the add1 program, where built */
+    cl_kernel kernels[2];       /* add1, one per queue, where made */
 } cl_env;
 
-static void env_close(cl_env *e);
+static void env_close(void *env);
 
 /* Opens the first device of the first platform that has one, or ends the
  * case as skipped (with nothing left open). */
@@ -65,16 +70,24 @@ static void env_open(cl_env *e)
     }
 }
 
-static void env_close(cl_env *e)
+/* Releases whatever env (a cl_env, void * as dc_env calls it) holds. */
+static void env_close(void *env)
 {
+    cl_env *e = env;
+    for (int i = 0; i < 2; i++)
+        if (e->kernels[i]) clReleaseKernel(e->kernels[i]);
+    if (e->prog) clReleaseProgram(e->prog);
     for (int i = 0; i < 2; i++)
         if (e->queues[i]) clReleaseCommandQueue(e->queues[i]);
     if (e->copy_queue) clReleaseCommandQueue(e->copy_queue);
     if (e->context) clReleaseContext(e->context);
 }
 
-static relo_backend *make_backend(cl_env *e)
+/* An OpenCL backend on env (a cl_env, void * as dc_env calls it); NULL
+ * where creation fails. */
+static relo_backend *make_backend(void *env)
 {
+    cl_env *e = env;
     relo_backend *b = NULL;
     if (relo_backend_opencl_create(e->context, e->device, e->copy_queue, &b) != RELO_OK)
         return NULL;
@@ -82,208 +95,54 @@ static relo_backend *make_backend(cl_env *e)
 }
 
 /* ------------------------------------------------------------------------ */
-/* A test-local wrapper: real OpenCL work, injected faults, a call log      */
+/* The environment as the shared cases see it (device_cases.h)              */
 /* ------------------------------------------------------------------------ */
 
-typedef struct wrap {
-    relo_backend *inner;
-    bool refuse_copies;
-    bool fail_wait_copies;
-    uint32_t max_buffers;  /* alloc answers out of memory past this many; 0 = no limit */
-    uint32_t buffers;      /* buffers held */
-    char log[1024]; /* 'D' wait_device, 'C' copy, 'W' wait_copies */
-    size_t log_len;
-} wrap;
-
-static void wrap_note(wrap *w, char c)
+static void *cases_stream(void *env, int i)
 {
-    if (w->log_len + 1 < sizeof w->log) w->log[w->log_len++] = c;
-    w->log[w->log_len] = '\0';
+    cl_env *e = env;
+    return e->queues[i];
 }
 
-static relo_status wrap_alloc(void *ctx, uint64_t size, void **buffer, uint64_t *address)
+/* Enqueues add1 over the allocation's bytes on queue i, as a runtime
+ * launches: the cl_mem and offset come from a binding resolved right
+ * before. */
+static int cases_launch_add1(void *env, int i, relo_binding bd)
 {
-    wrap *w = ctx;
-    if (w->max_buffers && w->buffers >= w->max_buffers) return RELO_ERR_OUT_OF_MEMORY;
-    relo_status st = w->inner->ops.alloc(w->inner->ctx, size, buffer, address);
-    if (st == RELO_OK) w->buffers++;
-    return st;
+    cl_env *e = env;
+    cl_mem mem = (cl_mem)bd.buffer;
+    cl_ulong off = bd.offset, n = bd.size;
+    cl_kernel k = e->kernels[i];
+    cl_int err = clSetKernelArg(k, 0, sizeof mem, &mem);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 1, sizeof off, &off);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 2, sizeof n, &n);
+    size_t global = (size_t)n;
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(e->queues[i], k, 1, NULL, &global, NULL, 0, NULL, NULL);
+    return err;
 }
 
-static void wrap_free(void *ctx, void *buffer, uint64_t size)
+static int cases_finish(void *env, int i)
 {
-    wrap *w = ctx;
-    w->buffers--;
-    w->inner->ops.free(w->inner->ctx, buffer, size);
+    cl_env *e = env;
+    return clFinish(e->queues[i]);
 }
 
-static relo_status wrap_write(void *ctx, void *buffer, uint64_t offset, const void *src,
-                              uint64_t n)
+/* Opens the environment (or ends the case as skipped) and describes it to
+ * the shared cases. */
+static dc_env open_cases(cl_env *e)
 {
-    wrap *w = ctx;
-    return w->inner->ops.write(w->inner->ctx, buffer, offset, src, n);
-}
-
-static relo_status wrap_read(void *ctx, void *buffer, uint64_t offset, void *dst, uint64_t n)
-{
-    wrap *w = ctx;
-    return w->inner->ops.read(w->inner->ctx, buffer, offset, dst, n);
-}
-
-static relo_status wrap_wait_device(void *ctx)
-{
-    wrap *w = ctx;
-    wrap_note(w, 'D');
-    return w->inner->ops.wait_device(w->inner->ctx);
-}
-
-static relo_status wrap_copy(void *ctx, void *src, uint64_t so, void *dst, uint64_t dof,
-                             uint64_t n)
-{
-    wrap *w = ctx;
-    wrap_note(w, 'C');
-    if (w->refuse_copies) return RELO_ERR_BACKEND;
-    return w->inner->ops.copy(w->inner->ctx, src, so, dst, dof, n);
-}
-
-static relo_status wrap_wait_copies(void *ctx)
-{
-    wrap *w = ctx;
-    wrap_note(w, 'W');
-    /* Really wait, so that the device is idle, then claim the outcome is
-     * unknown as a lost device would. */
-    relo_status s = w->inner->ops.wait_copies(w->inner->ctx);
-    return w->fail_wait_copies ? RELO_ERR_BACKEND : s;
-}
-
-static relo_status wrap_stream_add(void *ctx, void *q)
-{
-    wrap *w = ctx;
-    return w->inner->ops.stream_add(w->inner->ctx, q);
-}
-
-static void wrap_stream_remove(void *ctx, void *q)
-{
-    wrap *w = ctx;
-    w->inner->ops.stream_remove(w->inner->ctx, q);
-}
-
-static void wrap_destroy(void *ctx)
-{
-    wrap *w = ctx;
-    relo_backend_destroy(w->inner);
-    free(w);
-}
-
-/* Wraps a fresh OpenCL backend; *w stays readable until the device goes. */
-static relo_backend *make_wrapped(cl_env *e, wrap **w_out)
-{
-    static const relo_backend_ops ops = {
-        .alloc = wrap_alloc,
-        .free = wrap_free,
-        .write = wrap_write,
-        .read = wrap_read,
-        .wait_device = wrap_wait_device,
-        .copy = wrap_copy,
-        .wait_copies = wrap_wait_copies,
-        .stream_add = wrap_stream_add,
-        .stream_remove = wrap_stream_remove,
-        .destroy = wrap_destroy,
+    env_open(e);
+    dc_env c = {
+        .env = e,
+        .make_backend = make_backend,
+        .stream = cases_stream,
+        .close = env_close,
+        .launch_add1 = cases_launch_add1,
+        .finish = cases_finish,
+        .add1_width = 1,
     };
-    wrap *w = calloc(1, sizeof *w);
-    if (!w) return NULL;
-    w->inner = make_backend(e);
-    if (!w->inner) {
-        free(w);
-        return NULL;
-    }
-    relo_backend *b = NULL;
-    if (relo_backend_create(&ops, w, &w->inner->props, &b) != RELO_OK) {
-        wrap_destroy(w);
-        return NULL;
-    }
-    *w_out = w;
-    return b;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Helpers over the public API                                              */
-/* ------------------------------------------------------------------------ */
-
-static relo_stats stats_of(relo_device *d)
-{
-    relo_stats s;
-    memset(&s, 0, sizeof s);
-    (void)relo_device_stats(d, &s);
-    return s;
-}
-
-static relo_binding bind(relo_stream *s, relo_handle h)
-{
-    relo_binding b;
-    memset(&b, 0, sizeof b);
-    (void)relo_resolve(s, h, &b);
-    return b;
-}
-
-static relo_status fill(relo_device *d, relo_handle h, uint64_t n, unsigned char v)
-{
-    unsigned char *p = malloc((size_t)n);
-    if (!p) return RELO_ERR_HOST_MEMORY;
-    memset(p, v, (size_t)n);
-    relo_status s = relo_write(d, h, 0, p, n);
-    free(p);
-    return s;
-}
-
-/* True when all n bytes of the allocation read v. */
-static bool reads_all(relo_device *d, relo_handle h, uint64_t n, unsigned char v)
-{
-    unsigned char *p = malloc((size_t)n);
-    if (!p) return false;
-    bool ok = relo_read(d, h, 0, p, n) == RELO_OK;
-    for (uint64_t i = 0; ok && i < n; i++) ok = p[i] == v;
-    free(p);
-    return ok;
-}
-
-/* The setup of behaviours 25–27: 1 MiB of 7s on a 2 MiB page, then 10 MiB,
- * which grows the arena to 11 MiB pages and leaves the first page outdated. */
-static relo_status grow_setup(relo_device *d, relo_stream *s, relo_handle *small,
-                              relo_handle *big)
-{
-    relo_status st = relo_reserve(s, MiB, small);
-    if (st == RELO_OK) st = fill(d, *small, MiB, 7);
-    if (st == RELO_OK) st = relo_reserve(s, 10 * MiB, big);
-    return st;
-}
-
-/* ------------------------------------------------------------------------ */
-/* A device and its streams over the environment                            */
-/* ------------------------------------------------------------------------ */
-
-/* A device over b (taken; NULL records a failure) with fx's stream s on
- * queues[0] and, where streams is 2, s2 on queues[1]. False, with the
- * failing step recorded, when any step fails. */
-static bool dev_open(fx *f, cl_env *e, relo_backend *b, int streams)
-{
-    memset(f, 0, sizeof *f);
-    expect_true(b != NULL);
-    if (!b) return false;
-    f->backend = b;
-    relo_status st = relo_device_create(FX_SEED, b, &f->dev);
-    if (st == RELO_OK) st = relo_stream_create(f->dev, e->queues[0], &f->s);
-    if (st == RELO_OK && streams == 2) st = relo_stream_create(f->dev, e->queues[1], &f->s2);
-    expect_ok(st);
-    return st == RELO_OK;
-}
-
-/* Destroys the streams and the device (each must succeed), then closes
- * the environment. */
-static void dev_close(fx *f, cl_env *e)
-{
-    fx_close(f);
-    env_close(e);
+    return c;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -364,17 +223,12 @@ CHECK_TEST(ops_write_copy_read)
     expect_true(x != NULL && y != NULL && x != y);
     expect_eq(ax, 0); /* OpenCL buffers have no device address */
 
-    unsigned char data[1000], back[1000];
-    for (int i = 0; i < 1000; i++) data[i] = (unsigned char)(i * 7);
-    require_ok(b->ops.write(b->ctx, x, 100, data, sizeof data));
-    require_ok(b->ops.copy(b->ctx, x, 100, y, 3000, sizeof data));
-    require_ok(b->ops.wait_copies(b->ctx));
-    require_ok(b->ops.read(b->ctx, y, 3000, back, sizeof back));
-    expect_eq(memcmp(data, back, sizeof data), 0);
-    expect_ok(b->ops.write(b->ctx, x, 0, data, 0)); /* zero bytes: nothing to do */
+    round_trip_ops(b, x, y);
+    expect_ok(b->ops.write(b->ctx, x, 0, "", 0)); /* zero bytes: nothing to do */
     expect_ok(b->ops.wait_device(b->ctx));
 
     /* A transfer past the buffer's end is an OpenCL error, not a crash. */
+    unsigned char back[1000];
     expect_status(b->ops.read(b->ctx, y, 4000, back, sizeof back), RELO_ERR_BACKEND);
     cl_int code = CL_SUCCESS;
     require_ok(relo_backend_opencl_last_error(b, &code));
@@ -409,14 +263,14 @@ CHECK_TEST(refused_buffer_is_out_of_memory)
 CHECK_TEST(streams_register_queues)
 {
     cl_env e;
-    env_open(&e);
+    dc_env c = open_cases(&e);
     fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 2));
+    require_true(dc_open(&f, &c, make_backend(&e), 2));
     /* Two streams may share a queue. */
     relo_stream *s2 = NULL;
     require_ok(relo_stream_create(f.dev, e.queues[1], &s2));
     require_ok(relo_stream_destroy(s2));
-    dev_close(&f, &e);
+    dc_close(&f, &c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -426,106 +280,19 @@ CHECK_TEST(streams_register_queues)
 CHECK_TEST(a25_reclaim_moves_and_keeps_bytes)
 {
     cl_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle small, big;
-    require_ok(grow_setup(d, s, &small, &big));
-    expect_eq(stats_of(d).outdated_pages, 1);
-
-    require_ok(relo_reclaim(s));
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 1);
-    expect_eq(st.pages, 1);
-    expect_eq(st.bytes_reserved, 11 * MiB);
-    expect_eq(st.outdated_pages, 0);
-    expect_eq(st.bytes_in_use, 11 * MiB);
-    expect_true(reads_all(d, small, MiB, 7));
-    expect_true(bind(s, small).buffer == bind(s, big).buffer);
-
-    require_ok(relo_release(d, small));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_a25_reclaim_moves_and_keeps_bytes(open_cases(&e));
 }
 
 CHECK_TEST(a26_refused_copies_abandon)
 {
     cl_env e;
-    env_open(&e);
-    wrap *w = NULL;
-    relo_backend *b = make_wrapped(&e, &w);
-    require_true(b != NULL);
-    w->refuse_copies = true;
-    fx f;
-    require_true(dev_open(&f, &e, b, 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle small, big;
-    require_ok(grow_setup(d, s, &small, &big));
-    relo_binding before = bind(s, small);
-
-    require_ok(relo_reclaim(s));
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 0);
-    expect_eq(st.relocations_abandoned, 1);
-    expect_eq(st.bytes_in_use, 11 * MiB);
-    relo_binding after = bind(s, small);
-    expect_true(after.buffer == before.buffer);
-    expect_eq(after.offset, before.offset);
-    expect_true(reads_all(d, small, MiB, 7));
-
-    /* No target stays reserved: the 11 MiB page still has 1 MiB free, and
-     * the next 1 MiB lands there without a new page. */
-    uint64_t pages = st.pages;
-    relo_handle more;
-    require_ok(relo_reserve(s, MiB, &more));
-    expect_eq(stats_of(d).pages, pages);
-    expect_true(bind(s, more).buffer == bind(s, big).buffer);
-
-    require_ok(relo_release(d, more));
-    require_ok(relo_release(d, small));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_failed_copy_keeps_bytes(open_cases(&e), true);
 }
 
 CHECK_TEST(a27_failed_copy_wait_leaks_both_sides)
 {
     cl_env e;
-    env_open(&e);
-    wrap *w = NULL;
-    relo_backend *b = make_wrapped(&e, &w);
-    require_true(b != NULL);
-    w->fail_wait_copies = true;
-    fx f;
-    require_true(dev_open(&f, &e, b, 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle small, big;
-    require_ok(grow_setup(d, s, &small, &big));
-    relo_binding before = bind(s, small);
-
-    require_ok(relo_reclaim(s));
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 0);
-    expect_ge(st.bytes_leaked, MiB);
-    relo_binding after = bind(s, small);
-    expect_true(after.buffer == before.buffer);
-    expect_eq(after.offset, before.offset);
-    expect_true(reads_all(d, small, MiB, 7));
-
-    /* The target stays reserved: the 11 MiB page is full, so the next 1 MiB
-     * needs a page of its own. */
-    relo_handle more;
-    require_ok(relo_reserve(s, MiB, &more));
-    expect_true(bind(s, more).buffer != bind(s, big).buffer);
-    expect_true(bind(s, more).buffer != before.buffer);
-
-    require_ok(relo_release(d, more));
-    require_ok(relo_release(d, small));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_failed_copy_keeps_bytes(open_cases(&e), false);
 }
 
 /* Packing a page in place (slide.h) on the device: two pages (of the size
@@ -553,7 +320,7 @@ static void slide_on_device(bool out_of_order)
         e.copy_queue = q;
     }
     wrap *w = NULL;
-    relo_backend *b = make_wrapped(&e, &w);
+    relo_backend *b = wrap_backend(make_backend(&e), &w);
     require_true(b != NULL);
     /* Pages of 64 KiB keep the scene small: four 12 KiB allocations each. */
     if (b->props.max_page_size > 64 * KiB) b->props.max_page_size = 64 * KiB;
@@ -567,7 +334,7 @@ static void slide_on_device(bool out_of_order)
     require_ok(relo_stream_create(f.dev, e.queues[0], &f.s));
     relo_handle first;
     require_ok(relo_reserve(f.s, 12 * KiB, &first));
-    const int pages = 2, per_page = (int)(stats_of(f.dev).bytes_reserved / (16 * KiB)), count = pages * per_page;
+    const int pages = 2, per_page = (int)(fx_dev_stats(f.dev).bytes_reserved / (16 * KiB)), count = pages * per_page;
     require_ok(relo_release(f.dev, first));
     relo_handle *big = calloc((size_t)count, sizeof *big), *small = calloc((size_t)count, sizeof *small);
     relo_binding *before = calloc((size_t)count, sizeof *before);
@@ -578,19 +345,19 @@ static void slide_on_device(bool out_of_order)
         require_ok(fx_write_pattern(f.dev, big[i], (uint64_t)i + 1, 12 * KiB));
     }
     for (int i = 0; i < count; i++) require_ok(relo_release(f.dev, small[i]));
-    for (int i = 0; i < count; i++) before[i] = bind(f.s, big[i]);
-    relo_stats st = stats_of(f.dev);
+    for (int i = 0; i < count; i++) before[i] = fx_bind(f.s, big[i]);
+    relo_stats st = fx_dev_stats(f.dev);
     require_eq(st.pages, pages);
     require_eq(before[1].offset, 16 * KiB);
     w->max_buffers = w->buffers; /* the device is full */
 
     relo_handle ask;
     expect_ok(relo_reserve(f.s, 16 * KiB, &ask));
-    st = stats_of(f.dev);
+    st = fx_dev_stats(f.dev);
     expect_eq(st.allocations_moved, (uint64_t)per_page - 1);
     expect_eq(st.relocations_abandoned, 0);
     for (int i = 0; i < count; i++) {
-        relo_binding now = bind(f.s, big[i]);
+        relo_binding now = fx_bind(f.s, big[i]);
         expect_true(now.buffer == before[i].buffer);
         expect_eq(now.offset, i < per_page ? (uint64_t)i * 12 * KiB : before[i].offset);
         expect_true(fx_check_pattern(f.dev, big[i], (uint64_t)i + 1, 12 * KiB));
@@ -601,7 +368,8 @@ static void slide_on_device(bool out_of_order)
     free(big);
     free(small);
     free(before);
-    dev_close(&f, &e);
+    fx_close(&f);
+    env_close(&e);
 }
 
 CHECK_TEST(slide_in_place_copies_in_order_pieces)
@@ -617,246 +385,43 @@ CHECK_TEST(slide_in_place_on_an_out_of_order_copy_queue)
 CHECK_TEST(a36_recording_stream_blocks_relocation)
 {
     cl_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 2));
-    relo_device *d = f.dev;
-    relo_stream *sa = f.s, *sb = f.s2;
-
-    /* B records first, so prepare has nothing of A's to move yet. */
-    require_ok(relo_capture_prepare(sb));
-    require_ok(relo_capture_begin(sb));
-    relo_handle small, big, more;
-    require_ok(grow_setup(d, sa, &small, &big));
-    expect_eq(stats_of(d).outdated_pages, 1);
-    require_ok(relo_reserve(sa, MiB / 2, &more));
-    expect_eq(stats_of(d).allocations_moved, 0);
-    expect_status(relo_reclaim(sa), RELO_ERR_RECORDING);
-    expect_eq(stats_of(d).allocations_moved, 0);
-    /* Released so that the 11 MiB page has room for the 1 MiB again. */
-    require_ok(relo_release(d, more));
-
-    relo_graph *g = NULL;
-    require_ok(relo_capture_end(sb, &g));
-    relo_graph_destroy(g);
-    require_ok(relo_reclaim(sa));
-    expect_eq(stats_of(d).allocations_moved, 1);
-    expect_eq(stats_of(d).outdated_pages, 0);
-    expect_true(reads_all(d, small, MiB, 7));
-
-    require_ok(relo_release(d, small));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_a36_recording_stream_blocks_relocation(open_cases(&e));
 }
 
 CHECK_TEST(a37_one_wait_before_copies_one_after)
 {
     cl_env e;
-    env_open(&e);
-    wrap *w = NULL;
-    relo_backend *b = make_wrapped(&e, &w);
-    require_true(b != NULL);
-    fx f;
-    require_true(dev_open(&f, &e, b, 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    /* Two allocations on the outdated page: two copies in one submission. */
-    relo_handle h1, h2, big;
-    require_ok(relo_reserve(s, 512 * KiB, &h1));
-    require_ok(relo_reserve(s, 512 * KiB, &h2));
-    require_ok(fill(d, h1, 512 * KiB, 1));
-    require_ok(fill(d, h2, 512 * KiB, 2));
-    require_ok(relo_reserve(s, 10 * MiB, &big));
-    w->log_len = 0;
-    w->log[0] = '\0';
-
-    require_ok(relo_reclaim(s));
-    expect_eq(stats_of(d).allocations_moved, 2);
-    expect_true(strcmp(w->log, "DCCW") == 0);
-    if (strcmp(w->log, "DCCW") != 0) fprintf(stderr, "  call order: %s\n", w->log);
-    expect_true(reads_all(d, h1, 512 * KiB, 1));
-    expect_true(reads_all(d, h2, 512 * KiB, 2));
-
-    require_ok(relo_release(d, h1));
-    require_ok(relo_release(d, h2));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_a37_one_wait_before_copies_one_after(open_cases(&e));
 }
 
 CHECK_TEST(a38_capture_state_errors)
 {
     cl_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_stream *s = f.s;
-    relo_graph *g = NULL;
-
-    expect_status(relo_capture_begin(s), RELO_ERR_CAPTURE_STATE);
-    expect_status(relo_capture_end(s, &g), RELO_ERR_CAPTURE_STATE);
-    require_ok(relo_capture_prepare(s));
-    expect_status(relo_capture_prepare(s), RELO_ERR_CAPTURE_STATE);
-    expect_status(relo_capture_end(s, &g), RELO_ERR_CAPTURE_STATE);
-    require_ok(relo_capture_begin(s));
-    expect_status(relo_capture_begin(s), RELO_ERR_CAPTURE_STATE);
-    expect_status(relo_capture_prepare(s), RELO_ERR_CAPTURE_STATE);
-    require_ok(relo_capture_end(s, &g));
-    expect_true(g != NULL);
-    relo_graph_destroy(g);
-
-    /* Idle again: a second round runs. */
-    g = NULL;
-    require_ok(relo_capture_prepare(s));
-    require_ok(relo_capture_begin(s));
-    require_ok(relo_capture_end(s, &g));
-    relo_graph_destroy(g);
-
-    dev_close(&f, &e);
+    dc_a38_capture_state_errors(open_cases(&e));
 }
 
 CHECK_TEST(a39_prepare_relocates_every_stream_first)
 {
     cl_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 2));
-    relo_device *d = f.dev;
-    relo_stream *sa = f.s, *sb = f.s2;
-    relo_handle small, big;
-    require_ok(grow_setup(d, sa, &small, &big));
-    expect_eq(stats_of(d).outdated_pages, 1);
-
-    /* B prepares; A's outdated page is emptied and goes back. */
-    require_ok(relo_capture_prepare(sb));
-    expect_eq(relo__testing_last_reason(d), RELO_REASON_CAPTURE);
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 1);
-    expect_eq(st.outdated_pages, 0);
-    expect_true(reads_all(d, small, MiB, 7));
-    expect_true(bind(sa, small).buffer == bind(sa, big).buffer);
-
-    relo_graph *g = NULL;
-    require_ok(relo_capture_begin(sb));
-    require_ok(relo_capture_end(sb, &g));
-    relo_graph_destroy(g);
-    require_ok(relo_release(d, small));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_a39_prepare_relocates_every_stream_first(open_cases(&e));
 }
 
 CHECK_TEST(a40_new_page_while_recording_dooms_it)
 {
     cl_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle small, big;
-    require_ok(relo_reserve(s, MiB, &small));
-    require_ok(relo_capture_prepare(s));
-    require_ok(relo_capture_begin(s));
-    expect_status(relo_reserve(s, 10 * MiB, &big), RELO_ERR_PAGE_UPDATE_FORBIDDEN);
-    relo_graph *g = (relo_graph *)&g;
-    expect_status(relo_capture_end(s, &g), RELO_ERR_PAGE_UPDATE_FORBIDDEN);
-    expect_true(g == NULL);
-    /* The stream is idle again. */
-    require_ok(relo_capture_prepare(s));
-    require_ok(relo_capture_begin(s));
-    require_ok(relo_capture_end(s, &g));
-    relo_graph_destroy(g);
-
-    require_ok(relo_release(d, small));
-    dev_close(&f, &e);
+    dc_a40_new_page_while_recording_dooms_it(open_cases(&e));
 }
 
 CHECK_TEST(a41_guarded_page_serves_nothing_new)
 {
     cl_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle h, next;
-    require_ok(relo_reserve(s, MiB, &h));
-    require_ok(relo_capture_prepare(s));
-    require_ok(relo_capture_begin(s));
-    relo_binding used = bind(s, h);
-    require_true(used.buffer != NULL);
-    require_ok(relo_release(d, h));
-    relo_graph *g = NULL;
-    require_ok(relo_capture_end(s, &g));
-    require_true(g != NULL);
-    expect_eq(stats_of(d).guarded_pages, 1);
-
-    require_ok(relo_reserve(s, MiB, &next));
-    expect_eq(stats_of(d).pages, 2);
-    expect_true(bind(s, next).buffer != used.buffer);
-
-    relo_graph_destroy(g);
-    expect_eq(stats_of(d).guarded_pages, 0);
-    require_ok(relo_release(d, next));
-    dev_close(&f, &e);
-}
-
-/* The setup of 42 and 43: a guarded allocation g and an unguarded
- * neighbour n on one 2 MiB page (1 MiB together), then growth to 10 MiB. */
-static relo_status guarded_setup(relo_device *d, relo_stream *s, relo_handle *g,
-                                 relo_handle *n, relo_handle *big, relo_graph **graph)
-{
-    relo_status st = relo_reserve(s, 768 * KiB, g);
-    if (st == RELO_OK) st = relo_reserve(s, 256 * KiB, n);
-    if (st == RELO_OK) st = fill(d, *g, 768 * KiB, 0x11);
-    if (st == RELO_OK) st = fill(d, *n, 256 * KiB, 0x22);
-    if (st == RELO_OK) st = relo_capture_prepare(s);
-    if (st == RELO_OK) st = relo_capture_begin(s);
-    relo_binding bd;
-    if (st == RELO_OK) st = relo_resolve(s, *g, &bd);
-    if (st == RELO_OK) st = relo_capture_end(s, graph);
-    if (st == RELO_OK) st = relo_reserve(s, 10 * MiB, big);
-    return st;
+    dc_a41_guarded_page_serves_nothing_new(open_cases(&e));
 }
 
 CHECK_TEST(a42_a43_guarded_page_stays_until_graph_destroyed)
 {
     cl_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle g, n, big;
-    relo_graph *graph = NULL;
-    require_ok(guarded_setup(d, s, &g, &n, &big, &graph));
-    relo_binding g0 = bind(s, g), n0 = bind(s, n);
-    expect_true(g0.buffer == n0.buffer);
-
-    /* 42: the guarded page moves nothing, neighbour included. */
-    require_ok(relo_reclaim(s));
-    expect_eq(stats_of(d).allocations_moved, 0);
-    expect_true(bind(s, g).buffer == g0.buffer);
-    expect_eq(bind(s, g).offset, g0.offset);
-    expect_true(bind(s, n).buffer == n0.buffer);
-    expect_eq(bind(s, n).offset, n0.offset);
-
-    /* 43: without the graph the same reclaim empties the page. */
-    relo_graph_destroy(graph);
-    uint64_t released = stats_of(d).pages_released;
-    require_ok(relo_reclaim(s));
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 2);
-    expect_eq(st.pages, 1);
-    expect_eq(st.outdated_pages, 0);
-    expect_eq(st.pages_released, released + 1);
-    expect_true(bind(s, g).buffer == bind(s, big).buffer);
-    expect_true(reads_all(d, g, 768 * KiB, 0x11));
-    expect_true(reads_all(d, n, 256 * KiB, 0x22));
-
-    require_ok(relo_release(d, g));
-    require_ok(relo_release(d, n));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_a42_a43_guarded_page_stays_until_graph_destroyed(open_cases(&e));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -870,152 +435,57 @@ static const char *add1_source =
     "    if (i < n) base[offset + i] += (uchar)1;\n"
     "}\n";
 
-static cl_kernel build_add1(cl_env *e, cl_program *prog)
+/* Builds add1 into e (the program and a kernel per queue), or ends the
+ * case as skipped with nothing left open. */
+static void kernel_open(cl_env *e)
 {
     cl_int err = CL_SUCCESS;
-    *prog = clCreateProgramWithSource(e->context, 1, &add1_source, NULL, &err);
-    if (err != CL_SUCCESS) return NULL;
-    if (clBuildProgram(*prog, 1, &e->device, NULL, NULL, NULL) != CL_SUCCESS) return NULL;
-    cl_kernel k = clCreateKernel(*prog, "add1", &err);
-    return err == CL_SUCCESS ? k : NULL;
-}
-
-/* Enqueues add1 over the allocation's bytes, as a runtime launches: the
- * cl_mem and offset come from a binding resolved right before. */
-static cl_int launch_add1(cl_kernel k, cl_command_queue q, relo_binding bd)
-{
-    cl_mem mem = (cl_mem)bd.buffer;
-    cl_ulong off = bd.offset, n = bd.size;
-    cl_int err = clSetKernelArg(k, 0, sizeof mem, &mem);
-    if (err == CL_SUCCESS) err = clSetKernelArg(k, 1, sizeof off, &off);
-    if (err == CL_SUCCESS) err = clSetKernelArg(k, 2, sizeof n, &n);
-    size_t global = (size_t)n;
-    if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL);
-    return err;
-}
-
-static bool reads_pattern(relo_device *d, relo_handle h, uint64_t n, unsigned add)
-{
-    unsigned char *p = malloc((size_t)n);
-    if (!p) return false;
-    bool ok = relo_read(d, h, 0, p, n) == RELO_OK;
-    for (uint64_t i = 0; ok && i < n; i++) ok = p[i] == (unsigned char)(i * 13 + add);
-    free(p);
-    return ok;
-}
-
-static relo_status write_pattern(relo_device *d, relo_handle h, uint64_t n)
-{
-    unsigned char *p = malloc((size_t)n);
-    if (!p) return RELO_ERR_HOST_MEMORY;
-    for (uint64_t i = 0; i < n; i++) p[i] = (unsigned char)(i * 13);
-    relo_status s = relo_write(d, h, 0, p, n);
-    free(p);
-    return s;
+    e->prog = clCreateProgramWithSource(e->context, 1, &add1_source, NULL, &err);
+    if (err == CL_SUCCESS && clBuildProgram(e->prog, 1, &e->device, NULL, NULL, NULL) != CL_SUCCESS)
+        err = CL_BUILD_PROGRAM_FAILURE;
+    if (err == CL_SUCCESS) e->kernels[0] = clCreateKernel(e->prog, "add1", &err);
+    if (err == CL_SUCCESS) e->kernels[1] = clCreateKernel(e->prog, "add1", &err);
+    if (err != CL_SUCCESS) {
+        /* The skip returns to the runner, which goes on: leave nothing open. */
+        env_close(e);
+        check_skip("the OpenCL compiler is not available");
+    }
 }
 
 CHECK_TEST(kernel_through_binding_across_relocation)
 {
     cl_env e;
-    env_open(&e);
-    cl_program prog = NULL;
-    cl_kernel k = build_add1(&e, &prog);
-    if (!k) {
-        /* The skip returns to the runner, which goes on: leave nothing open. */
-        if (prog) clReleaseProgram(prog);
-        env_close(&e);
-        check_skip("the OpenCL compiler is not available");
-    }
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-
-    relo_handle h, big;
-    require_ok(relo_reserve(s, MiB, &h));
-    require_ok(write_pattern(d, h, MiB));
-    relo_binding before = bind(s, h);
-    require_eq(launch_add1(k, e.queues[0], before), CL_SUCCESS);
-    require_eq(clFinish(e.queues[0]), CL_SUCCESS);
-    expect_true(reads_pattern(d, h, MiB, 1));
-
-    /* Growth, then reclaim: the 1 MiB moves onto the 11 MiB page. */
-    require_ok(relo_reserve(s, 10 * MiB, &big));
-    require_ok(relo_reclaim(s));
-    expect_eq(stats_of(d).allocations_moved, 1);
-    relo_binding after = bind(s, h);
-    expect_true(after.buffer != before.buffer);
-    expect_true(after.buffer == bind(s, big).buffer);
-    require_eq(launch_add1(k, e.queues[0], after), CL_SUCCESS);
-    require_eq(clFinish(e.queues[0]), CL_SUCCESS);
-    expect_true(reads_pattern(d, h, MiB, 2));
-
-    require_ok(relo_release(d, h));
-    require_ok(relo_release(d, big));
-    fx_close(&f);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
-    env_close(&e);
+    dc_env c = open_cases(&e);
+    kernel_open(&e);
+    dc_kernel_through_binding_across_relocation(c);
 }
 
 CHECK_TEST(two_queues_two_streams)
 {
     cl_env e;
-    env_open(&e);
-    cl_program prog = NULL;
-    cl_kernel k = build_add1(&e, &prog);
-    if (!k) {
-        /* The skip returns to the runner, which goes on: leave nothing open. */
-        if (prog) clReleaseProgram(prog);
-        env_close(&e);
-        check_skip("the OpenCL compiler is not available");
-    }
+    dc_env c = open_cases(&e);
+    kernel_open(&e);
     fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 2));
-    relo_device *d = f.dev;
-    relo_stream *sa = f.s, *sb = f.s2;
-
-    relo_handle ha, hb, bigA, bigB;
-    require_ok(relo_reserve(sa, MiB, &ha));
-    require_ok(relo_reserve(sb, MiB, &hb));
-    require_ok(write_pattern(d, ha, MiB));
-    require_ok(write_pattern(d, hb, MiB));
-    require_ok(relo_reserve(sa, 10 * MiB, &bigA));
-    require_ok(relo_reserve(sb, 10 * MiB, &bigB));
-    expect_eq(stats_of(d).outdated_pages, 2);
+    require_true(dc_open(&f, &c, make_backend(&e), 2));
+    relo_handle h[4]; /* a, b, bigA, bigB */
+    require_ok(dc_two_streams_setup(&c, &f, h));
 
     /* Kernels run on both queues, not finished by the test: the relocation
      * must finish both queues (wait_device) before it copies a byte, even
      * the device-wide one that moves both streams' allocations. */
-    cl_kernel k2 = clCreateKernel(prog, "add1", NULL);
-    require_true(k2 != NULL);
-    require_eq(launch_add1(k, e.queues[0], bind(sa, ha)), CL_SUCCESS);
-    require_eq(launch_add1(k2, e.queues[1], bind(sb, hb)), CL_SUCCESS);
+    require_eq(cases_launch_add1(&e, 0, fx_bind(f.s, h[0])), CL_SUCCESS);
+    require_eq(cases_launch_add1(&e, 1, fx_bind(f.s2, h[1])), CL_SUCCESS);
     clFlush(e.queues[0]);
     clFlush(e.queues[1]);
-    require_ok(relo_reclaim_device(d));
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 2);
-    expect_eq(st.outdated_pages, 0);
-    expect_true(reads_pattern(d, ha, MiB, 1));
-    expect_true(reads_pattern(d, hb, MiB, 1));
+    require_ok(relo_reclaim_device(f.dev));
+    dc_two_streams_moved(&c, &f, h);
 
     /* Each stream's stats count its own pages. */
-    relo_stats sta, stb;
-    require_ok(relo_stream_stats(sa, &sta));
-    require_ok(relo_stream_stats(sb, &stb));
-    expect_eq(sta.bytes_reserved, 11 * MiB);
-    expect_eq(stb.bytes_reserved, 11 * MiB);
+    expect_eq(fx_stats(f.s).bytes_reserved, 11 * MiB);
+    expect_eq(fx_stats(f.s2).bytes_reserved, 11 * MiB);
 
-    require_ok(relo_release(d, ha));
-    require_ok(relo_release(d, hb));
-    require_ok(relo_release(d, bigA));
-    require_ok(relo_release(d, bigB));
-    fx_close(&f);
-    clReleaseKernel(k2);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
-    env_close(&e);
+    dc_release(f.dev, h, 4);
+    dc_close(&f, &c);
 }
 
 CHECK_MAIN()

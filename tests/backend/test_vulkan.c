@@ -13,9 +13,10 @@
  * device, without the validation layer, or (shader cases) where the build
  * found no glslangValidator.
  *
- * Vulkan has no fault injection, so behaviours 26, 27 and 37 wrap the
- * Vulkan backend's ops in a test-local backend that refuses copies, fails
- * the copy wait after really waiting, or logs the order of calls.
+ * The relocation behaviours and the shader case are written once for every
+ * real device in device_cases.h; this file gives them the Vulkan
+ * environment. Vulkan has no fault injection, so behaviours 26, 27 and 37
+ * and the two-stream case wrap the Vulkan backend's ops (wrap_backend.h).
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -26,10 +27,13 @@
 
 #include "backend/backend.h"
 #include "check.h"
+#include "device_cases.h"
 #include "fixture.h"
 #include "relo.h"
 #include "relo_vulkan.h"
+#include "round_trip.h"
 #include "testing.h"
+#include "wrap_backend.h"
 
 #ifdef RELO_TEST_HAVE_SPIRV
 #include "add1.spv.h"
@@ -241,9 +245,10 @@ static void env_open(vk_env *e)
 static void pipeline_close(vk_env *e);
 
 /* Destroys everything env_open made and fails the case on any message of
- * the validation layer. */
-static void env_close(vk_env *e)
+ * the validation layer. env is a vk_env (void *, as dc_env calls it). */
+static void env_close(void *env)
 {
+    vk_env *e = env;
     if (e->device) {
         vkDeviceWaitIdle(e->device);
         pipeline_close(e);
@@ -292,8 +297,11 @@ static relo_vulkan_desc desc_of(vk_env *e)
     return d;
 }
 
-static relo_backend *make_backend(vk_env *e)
+/* A Vulkan backend on env (a vk_env, void * as dc_env calls it), kept in
+ * env->backend for stream announcements; NULL where creation fails. */
+static relo_backend *make_backend(void *env)
 {
+    vk_env *e = env;
     relo_vulkan_desc d = desc_of(e);
     relo_backend *b = NULL;
     if (relo_backend_vulkan_create(&d, &b) != RELO_OK) return NULL;
@@ -302,206 +310,69 @@ static relo_backend *make_backend(vk_env *e)
 }
 
 /* ------------------------------------------------------------------------ */
-/* A test-local wrapper: real Vulkan work, injected faults, a call log      */
+/* The environment as the shared cases see it (device_cases.h)              */
 /* ------------------------------------------------------------------------ */
 
-typedef struct wrap {
-    relo_backend *inner;
-    vk_env *env;
-    bool refuse_copies;
-    bool fail_wait_copies;
-    bool streams_done;  /* at the last wait_device's return, each stream had reached its value */
-    char log[1024];     /* 'D' wait_device, 'C' copy, 'W' wait_copies */
-    size_t log_len;
-} wrap;
-
-static void wrap_note(wrap *w, char c)
+static void *cases_stream(void *env, int i)
 {
-    if (w->log_len + 1 < sizeof w->log) w->log[w->log_len++] = c;
-    w->log[w->log_len] = '\0';
+    vk_env *e = env;
+    return &e->vs[i];
 }
 
-static relo_status wrap_alloc(void *ctx, uint64_t size, void **buffer, uint64_t *address)
+/* Where the device has buffer device addresses, a moved allocation's
+ * address follows it: the new buffer's plus the offset. */
+static void cases_check_moved(void *env, relo_binding moved)
 {
-    wrap *w = ctx;
-    return w->inner->ops.alloc(w->inner->ctx, size, buffer, address);
+    vk_env *e = env;
+    if (!e->bda) return;
+    VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO,
+                                    .buffer = relo_vulkan_buffer(moved)};
+    expect_eq(moved.address, vkGetBufferDeviceAddress(e->device, &ai) + moved.offset);
 }
 
-static void wrap_free(void *ctx, void *buffer, uint64_t size)
+/* What wait_device promises (wrap_backend.h's work_done): each stream's
+ * semaphore has reached the last value submitted on it. */
+static bool streams_reached(void *env)
 {
-    wrap *w = ctx;
-    w->inner->ops.free(w->inner->ctx, buffer, size);
-}
-
-static relo_status wrap_write(void *ctx, void *buffer, uint64_t offset, const void *src,
-                              uint64_t n)
-{
-    wrap *w = ctx;
-    return w->inner->ops.write(w->inner->ctx, buffer, offset, src, n);
-}
-
-static relo_status wrap_read(void *ctx, void *buffer, uint64_t offset, void *dst, uint64_t n)
-{
-    wrap *w = ctx;
-    return w->inner->ops.read(w->inner->ctx, buffer, offset, dst, n);
-}
-
-static relo_status wrap_wait_device(void *ctx)
-{
-    wrap *w = ctx;
-    wrap_note(w, 'D');
-    relo_status s = w->inner->ops.wait_device(w->inner->ctx);
-    /* What the wait promises: every stream's announced work is done. */
-    w->streams_done = true;
+    vk_env *e = env;
+    bool done = true;
     for (int i = 0; i < 2; i++) {
         uint64_t now = 0;
-        vkGetSemaphoreCounterValue(w->env->device, w->env->vs[i].semaphore, &now);
-        if (now < w->env->value[i]) w->streams_done = false;
+        vkGetSemaphoreCounterValue(e->device, e->vs[i].semaphore, &now);
+        if (now < e->value[i]) done = false;
     }
-    return s;
+    return done;
 }
 
-static relo_status wrap_copy(void *ctx, void *src, uint64_t so, void *dst, uint64_t dof,
-                             uint64_t n)
+static VkResult launch_add1(vk_env *e, int i, relo_binding bd, VkSemaphore gate);
+static VkResult finish_stream(vk_env *e, int i);
+
+static int cases_launch_add1(void *env, int i, relo_binding bd)
 {
-    wrap *w = ctx;
-    wrap_note(w, 'C');
-    if (w->refuse_copies) return RELO_ERR_BACKEND;
-    return w->inner->ops.copy(w->inner->ctx, src, so, dst, dof, n);
+    return launch_add1(env, i, bd, VK_NULL_HANDLE);
 }
 
-static relo_status wrap_wait_copies(void *ctx)
+static int cases_finish(void *env, int i)
 {
-    wrap *w = ctx;
-    wrap_note(w, 'W');
-    /* Really wait, so that the device is idle, then claim the outcome is
-     * unknown as a lost device would. */
-    relo_status s = w->inner->ops.wait_copies(w->inner->ctx);
-    return w->fail_wait_copies ? RELO_ERR_BACKEND : s;
+    return finish_stream(env, i);
 }
 
-static relo_status wrap_stream_add(void *ctx, void *q)
+/* Opens the environment (or ends the case as skipped) and describes it to
+ * the shared cases. */
+static dc_env open_cases(vk_env *e)
 {
-    wrap *w = ctx;
-    return w->inner->ops.stream_add(w->inner->ctx, q);
-}
-
-static void wrap_stream_remove(void *ctx, void *q)
-{
-    wrap *w = ctx;
-    w->inner->ops.stream_remove(w->inner->ctx, q);
-}
-
-static void wrap_destroy(void *ctx)
-{
-    wrap *w = ctx;
-    relo_backend_destroy(w->inner);
-    free(w);
-}
-
-/* Wraps a fresh Vulkan backend; *w stays readable until the device goes. */
-static relo_backend *make_wrapped(vk_env *e, wrap **w_out)
-{
-    static const relo_backend_ops ops = {
-        .alloc = wrap_alloc,
-        .free = wrap_free,
-        .write = wrap_write,
-        .read = wrap_read,
-        .wait_device = wrap_wait_device,
-        .copy = wrap_copy,
-        .wait_copies = wrap_wait_copies,
-        .stream_add = wrap_stream_add,
-        .stream_remove = wrap_stream_remove,
-        .destroy = wrap_destroy,
+    env_open(e);
+    dc_env c = {
+        .env = e,
+        .make_backend = make_backend,
+        .stream = cases_stream,
+        .close = env_close,
+        .check_moved = cases_check_moved,
+        .launch_add1 = cases_launch_add1,
+        .finish = cases_finish,
+        .add1_width = 4,
     };
-    wrap *w = calloc(1, sizeof *w);
-    if (!w) return NULL;
-    w->env = e;
-    w->inner = make_backend(e);
-    if (!w->inner) {
-        free(w);
-        return NULL;
-    }
-    relo_backend *b = NULL;
-    if (relo_backend_create(&ops, w, &w->inner->props, &b) != RELO_OK) {
-        wrap_destroy(w);
-        return NULL;
-    }
-    *w_out = w;
-    return b;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Helpers over the public API                                              */
-/* ------------------------------------------------------------------------ */
-
-static relo_stats stats_of(relo_device *d)
-{
-    relo_stats s;
-    memset(&s, 0, sizeof s);
-    (void)relo_device_stats(d, &s);
-    return s;
-}
-
-static relo_binding bind(relo_stream *s, relo_handle h)
-{
-    relo_binding b;
-    memset(&b, 0, sizeof b);
-    (void)relo_resolve(s, h, &b);
-    return b;
-}
-
-static relo_status fill(relo_device *d, relo_handle h, uint64_t n, unsigned char v)
-{
-    unsigned char *p = malloc((size_t)n);
-    if (!p) return RELO_ERR_HOST_MEMORY;
-    memset(p, v, (size_t)n);
-    relo_status s = relo_write(d, h, 0, p, n);
-    free(p);
-    return s;
-}
-
-/* True when all n bytes of the allocation read v. */
-static bool reads_all(relo_device *d, relo_handle h, uint64_t n, unsigned char v)
-{
-    unsigned char *p = malloc((size_t)n);
-    if (!p) return false;
-    bool ok = relo_read(d, h, 0, p, n) == RELO_OK;
-    for (uint64_t i = 0; ok && i < n; i++) ok = p[i] == v;
-    free(p);
-    return ok;
-}
-
-/* The setup of behaviours 25–27: 1 MiB of 7s on a 2 MiB page, then 10 MiB,
- * which grows the arena to 11 MiB pages and leaves the first page outdated. */
-static relo_status grow_setup(relo_device *d, relo_stream *s, relo_handle *small,
-                              relo_handle *big)
-{
-    relo_status st = relo_reserve(s, MiB, small);
-    if (st == RELO_OK) st = fill(d, *small, MiB, 7);
-    if (st == RELO_OK) st = relo_reserve(s, 10 * MiB, big);
-    return st;
-}
-
-/* A device over b (taken; NULL records a failure) with fx's stream s on
- * semaphore 0 and, where streams is 2, s2 on semaphore 1. */
-static bool dev_open(fx *f, vk_env *e, relo_backend *b, int streams)
-{
-    memset(f, 0, sizeof *f);
-    expect_true(b != NULL);
-    if (!b) return false;
-    f->backend = b;
-    relo_status st = relo_device_create(FX_SEED, b, &f->dev);
-    if (st == RELO_OK) st = relo_stream_create(f->dev, &e->vs[0], &f->s);
-    if (st == RELO_OK && streams == 2) st = relo_stream_create(f->dev, &e->vs[1], &f->s2);
-    expect_ok(st);
-    return st == RELO_OK;
-}
-
-static void dev_close(fx *f, vk_env *e)
-{
-    fx_close(f);
-    env_close(e);
+    return c;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -583,7 +454,7 @@ static void count_release(void *user)
 CHECK_TEST(release_runs_once_when_the_backend_goes)
 {
     vk_env e;
-    env_open(&e);
+    dc_env c = open_cases(&e);
     int released = 0;
     relo_vulkan_desc d = desc_of(&e);
     d.release = count_release;
@@ -591,7 +462,7 @@ CHECK_TEST(release_runs_once_when_the_backend_goes)
     relo_backend *b = NULL;
     require_ok(relo_backend_vulkan_create(&d, &b));
     fx f;
-    require_true(dev_open(&f, &e, b, 1));
+    require_true(dc_open(&f, &c, b, 1));
     expect_eq(released, 0);
     fx_close(&f); /* relo_device_destroy destroys the backend */
     expect_eq(released, 1);
@@ -623,15 +494,8 @@ static void ops_round_trip(vk_env *e, relo_vulkan_desc d)
         expect_eq(ax, 0);
     }
 
-    unsigned char data[1000], back[1000];
-    for (int i = 0; i < 1000; i++) data[i] = (unsigned char)(i * 7);
-    require_ok(b->ops.write(b->ctx, x, 100, data, sizeof data));
-    require_ok(b->ops.copy(b->ctx, x, 100, y, 3000, sizeof data));
-    require_ok(b->ops.wait_copies(b->ctx));
-    memset(back, 0, sizeof back);
-    require_ok(b->ops.read(b->ctx, y, 3000, back, sizeof back));
-    expect_eq(memcmp(data, back, sizeof data), 0);
-    expect_ok(b->ops.write(b->ctx, x, 0, data, 0)); /* zero bytes: nothing to do */
+    round_trip_ops(b, x, y);
+    expect_ok(b->ops.write(b->ctx, x, 0, "", 0)); /* zero bytes: nothing to do */
     expect_ok(b->ops.wait_copies(b->ctx));          /* no copies: nothing to wait for */
     expect_ok(b->ops.wait_device(b->ctx));
     VkResult code = VK_ERROR_UNKNOWN;
@@ -705,9 +569,9 @@ CHECK_TEST(copies_that_overlap_stay_in_order)
 CHECK_TEST(streams_register_semaphores)
 {
     vk_env e;
-    env_open(&e);
+    dc_env c = open_cases(&e);
     fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 2));
+    require_true(dc_open(&f, &c, make_backend(&e), 2));
     /* Two streams may share a semaphore. */
     relo_stream *s2 = NULL;
     require_ok(relo_stream_create(f.dev, &e.vs[1], &s2));
@@ -718,7 +582,7 @@ CHECK_TEST(streams_register_semaphores)
     f.s2 = NULL;
     expect_status(relo_backend_vulkan_stream_submitted(f.backend, &e.vs[1], 0),
                   RELO_ERR_NOT_FOUND);
-    dev_close(&f, &e);
+    dc_close(&f, &c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -728,348 +592,61 @@ CHECK_TEST(streams_register_semaphores)
 CHECK_TEST(a25_reclaim_moves_and_keeps_bytes)
 {
     vk_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle small, big;
-    require_ok(grow_setup(d, s, &small, &big));
-    expect_eq(stats_of(d).outdated_pages, 1);
-    relo_binding before = bind(s, small);
-
-    require_ok(relo_reclaim(s));
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 1);
-    expect_eq(st.pages, 1);
-    expect_eq(st.bytes_reserved, 11 * MiB);
-    expect_eq(st.outdated_pages, 0);
-    expect_eq(st.bytes_in_use, 11 * MiB);
-    expect_true(reads_all(d, small, MiB, 7));
-    relo_binding after = bind(s, small);
-    expect_true(after.buffer != before.buffer);
-    expect_true(after.buffer == bind(s, big).buffer);
-    if (e.bda) {
-        /* The address follows the move: the new buffer's plus the offset. */
-        VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO,
-                                        .buffer = relo_vulkan_buffer(after)};
-        expect_eq(after.address, vkGetBufferDeviceAddress(e.device, &ai) + after.offset);
-    }
-
-    require_ok(relo_release(d, small));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_a25_reclaim_moves_and_keeps_bytes(open_cases(&e));
 }
 
 CHECK_TEST(a26_refused_copies_abandon)
 {
     vk_env e;
-    env_open(&e);
-    wrap *w = NULL;
-    relo_backend *b = make_wrapped(&e, &w);
-    require_true(b != NULL);
-    w->refuse_copies = true;
-    fx f;
-    require_true(dev_open(&f, &e, b, 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle small, big;
-    require_ok(grow_setup(d, s, &small, &big));
-    relo_binding before = bind(s, small);
-
-    require_ok(relo_reclaim(s));
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 0);
-    expect_eq(st.relocations_abandoned, 1);
-    expect_eq(st.bytes_in_use, 11 * MiB);
-    relo_binding after = bind(s, small);
-    expect_true(after.buffer == before.buffer);
-    expect_eq(after.offset, before.offset);
-    expect_true(reads_all(d, small, MiB, 7));
-
-    /* No target stays reserved: the next 1 MiB lands on the 11 MiB page. */
-    uint64_t pages = st.pages;
-    relo_handle more;
-    require_ok(relo_reserve(s, MiB, &more));
-    expect_eq(stats_of(d).pages, pages);
-    expect_true(bind(s, more).buffer == bind(s, big).buffer);
-
-    require_ok(relo_release(d, more));
-    require_ok(relo_release(d, small));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_failed_copy_keeps_bytes(open_cases(&e), true);
 }
 
 CHECK_TEST(a27_failed_copy_wait_leaks_both_sides)
 {
     vk_env e;
-    env_open(&e);
-    wrap *w = NULL;
-    relo_backend *b = make_wrapped(&e, &w);
-    require_true(b != NULL);
-    w->fail_wait_copies = true;
-    fx f;
-    require_true(dev_open(&f, &e, b, 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle small, big;
-    require_ok(grow_setup(d, s, &small, &big));
-    relo_binding before = bind(s, small);
-
-    require_ok(relo_reclaim(s));
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 0);
-    expect_ge(st.bytes_leaked, MiB);
-    relo_binding after = bind(s, small);
-    expect_true(after.buffer == before.buffer);
-    expect_eq(after.offset, before.offset);
-    expect_true(reads_all(d, small, MiB, 7));
-
-    /* The target stays reserved: the next 1 MiB needs a page of its own. */
-    relo_handle more;
-    require_ok(relo_reserve(s, MiB, &more));
-    expect_true(bind(s, more).buffer != bind(s, big).buffer);
-    expect_true(bind(s, more).buffer != before.buffer);
-
-    require_ok(relo_release(d, more));
-    require_ok(relo_release(d, small));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_failed_copy_keeps_bytes(open_cases(&e), false);
 }
 
 CHECK_TEST(a36_recording_stream_blocks_relocation)
 {
     vk_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 2));
-    relo_device *d = f.dev;
-    relo_stream *sa = f.s, *sb = f.s2;
-
-    require_ok(relo_capture_prepare(sb));
-    require_ok(relo_capture_begin(sb));
-    relo_handle small, big, more;
-    require_ok(grow_setup(d, sa, &small, &big));
-    expect_eq(stats_of(d).outdated_pages, 1);
-    require_ok(relo_reserve(sa, MiB / 2, &more));
-    expect_eq(stats_of(d).allocations_moved, 0);
-    expect_status(relo_reclaim(sa), RELO_ERR_RECORDING);
-    expect_eq(stats_of(d).allocations_moved, 0);
-    require_ok(relo_release(d, more));
-
-    relo_graph *g = NULL;
-    require_ok(relo_capture_end(sb, &g));
-    relo_graph_destroy(g);
-    require_ok(relo_reclaim(sa));
-    expect_eq(stats_of(d).allocations_moved, 1);
-    expect_eq(stats_of(d).outdated_pages, 0);
-    expect_true(reads_all(d, small, MiB, 7));
-
-    require_ok(relo_release(d, small));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_a36_recording_stream_blocks_relocation(open_cases(&e));
 }
 
 CHECK_TEST(a37_one_wait_before_copies_one_after)
 {
     vk_env e;
-    env_open(&e);
-    wrap *w = NULL;
-    relo_backend *b = make_wrapped(&e, &w);
-    require_true(b != NULL);
-    fx f;
-    require_true(dev_open(&f, &e, b, 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle h1, h2, big;
-    require_ok(relo_reserve(s, 512 * KiB, &h1));
-    require_ok(relo_reserve(s, 512 * KiB, &h2));
-    require_ok(fill(d, h1, 512 * KiB, 1));
-    require_ok(fill(d, h2, 512 * KiB, 2));
-    require_ok(relo_reserve(s, 10 * MiB, &big));
-    w->log_len = 0;
-    w->log[0] = '\0';
-
-    require_ok(relo_reclaim(s));
-    expect_eq(stats_of(d).allocations_moved, 2);
-    expect_true(strcmp(w->log, "DCCW") == 0);
-    if (strcmp(w->log, "DCCW") != 0) fprintf(stderr, "  call order: %s\n", w->log);
-    expect_true(reads_all(d, h1, 512 * KiB, 1));
-    expect_true(reads_all(d, h2, 512 * KiB, 2));
-
-    require_ok(relo_release(d, h1));
-    require_ok(relo_release(d, h2));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_a37_one_wait_before_copies_one_after(open_cases(&e));
 }
 
 CHECK_TEST(a38_capture_state_errors)
 {
     vk_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_stream *s = f.s;
-    relo_graph *g = NULL;
-
-    expect_status(relo_capture_begin(s), RELO_ERR_CAPTURE_STATE);
-    expect_status(relo_capture_end(s, &g), RELO_ERR_CAPTURE_STATE);
-    require_ok(relo_capture_prepare(s));
-    expect_status(relo_capture_prepare(s), RELO_ERR_CAPTURE_STATE);
-    expect_status(relo_capture_end(s, &g), RELO_ERR_CAPTURE_STATE);
-    require_ok(relo_capture_begin(s));
-    expect_status(relo_capture_begin(s), RELO_ERR_CAPTURE_STATE);
-    expect_status(relo_capture_prepare(s), RELO_ERR_CAPTURE_STATE);
-    require_ok(relo_capture_end(s, &g));
-    expect_true(g != NULL);
-    relo_graph_destroy(g);
-
-    g = NULL;
-    require_ok(relo_capture_prepare(s));
-    require_ok(relo_capture_begin(s));
-    require_ok(relo_capture_end(s, &g));
-    relo_graph_destroy(g);
-    dev_close(&f, &e);
+    dc_a38_capture_state_errors(open_cases(&e));
 }
 
 CHECK_TEST(a39_prepare_relocates_every_stream_first)
 {
     vk_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 2));
-    relo_device *d = f.dev;
-    relo_stream *sa = f.s, *sb = f.s2;
-    relo_handle small, big;
-    require_ok(grow_setup(d, sa, &small, &big));
-    expect_eq(stats_of(d).outdated_pages, 1);
-
-    require_ok(relo_capture_prepare(sb));
-    expect_eq(relo__testing_last_reason(d), RELO_REASON_CAPTURE);
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 1);
-    expect_eq(st.outdated_pages, 0);
-    expect_true(reads_all(d, small, MiB, 7));
-    expect_true(bind(sa, small).buffer == bind(sa, big).buffer);
-
-    relo_graph *g = NULL;
-    require_ok(relo_capture_begin(sb));
-    require_ok(relo_capture_end(sb, &g));
-    relo_graph_destroy(g);
-    require_ok(relo_release(d, small));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_a39_prepare_relocates_every_stream_first(open_cases(&e));
 }
 
 CHECK_TEST(a40_new_page_while_recording_dooms_it)
 {
     vk_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle small, big;
-    require_ok(relo_reserve(s, MiB, &small));
-    require_ok(relo_capture_prepare(s));
-    require_ok(relo_capture_begin(s));
-    expect_status(relo_reserve(s, 10 * MiB, &big), RELO_ERR_PAGE_UPDATE_FORBIDDEN);
-    relo_graph *g = (relo_graph *)&g;
-    expect_status(relo_capture_end(s, &g), RELO_ERR_PAGE_UPDATE_FORBIDDEN);
-    expect_true(g == NULL);
-    require_ok(relo_capture_prepare(s));
-    require_ok(relo_capture_begin(s));
-    require_ok(relo_capture_end(s, &g));
-    relo_graph_destroy(g);
-    require_ok(relo_release(d, small));
-    dev_close(&f, &e);
+    dc_a40_new_page_while_recording_dooms_it(open_cases(&e));
 }
 
 CHECK_TEST(a41_guarded_page_serves_nothing_new)
 {
     vk_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle h, next;
-    require_ok(relo_reserve(s, MiB, &h));
-    require_ok(relo_capture_prepare(s));
-    require_ok(relo_capture_begin(s));
-    relo_binding used = bind(s, h);
-    require_true(used.buffer != NULL);
-    require_ok(relo_release(d, h));
-    relo_graph *g = NULL;
-    require_ok(relo_capture_end(s, &g));
-    require_true(g != NULL);
-    expect_eq(stats_of(d).guarded_pages, 1);
-
-    require_ok(relo_reserve(s, MiB, &next));
-    expect_eq(stats_of(d).pages, 2);
-    expect_true(bind(s, next).buffer != used.buffer);
-
-    relo_graph_destroy(g);
-    expect_eq(stats_of(d).guarded_pages, 0);
-    require_ok(relo_release(d, next));
-    dev_close(&f, &e);
-}
-
-/* The setup of 42 and 43: a guarded allocation g and an unguarded
- * neighbour n on one 2 MiB page, then growth to 10 MiB. */
-static relo_status guarded_setup(relo_device *d, relo_stream *s, relo_handle *g,
-                                 relo_handle *n, relo_handle *big, relo_graph **graph)
-{
-    relo_status st = relo_reserve(s, 768 * KiB, g);
-    if (st == RELO_OK) st = relo_reserve(s, 256 * KiB, n);
-    if (st == RELO_OK) st = fill(d, *g, 768 * KiB, 0x11);
-    if (st == RELO_OK) st = fill(d, *n, 256 * KiB, 0x22);
-    if (st == RELO_OK) st = relo_capture_prepare(s);
-    if (st == RELO_OK) st = relo_capture_begin(s);
-    relo_binding bd;
-    if (st == RELO_OK) st = relo_resolve(s, *g, &bd);
-    if (st == RELO_OK) st = relo_capture_end(s, graph);
-    if (st == RELO_OK) st = relo_reserve(s, 10 * MiB, big);
-    return st;
+    dc_a41_guarded_page_serves_nothing_new(open_cases(&e));
 }
 
 CHECK_TEST(a42_a43_guarded_page_stays_until_graph_destroyed)
 {
     vk_env e;
-    env_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-    relo_handle g, n, big;
-    relo_graph *graph = NULL;
-    require_ok(guarded_setup(d, s, &g, &n, &big, &graph));
-    relo_binding g0 = bind(s, g), n0 = bind(s, n);
-    expect_true(g0.buffer == n0.buffer);
-
-    require_ok(relo_reclaim(s));
-    expect_eq(stats_of(d).allocations_moved, 0);
-    expect_true(bind(s, g).buffer == g0.buffer);
-    expect_eq(bind(s, g).offset, g0.offset);
-    expect_true(bind(s, n).buffer == n0.buffer);
-    expect_eq(bind(s, n).offset, n0.offset);
-
-    relo_graph_destroy(graph);
-    uint64_t released = stats_of(d).pages_released;
-    require_ok(relo_reclaim(s));
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 2);
-    expect_eq(st.pages, 1);
-    expect_eq(st.outdated_pages, 0);
-    expect_eq(st.pages_released, released + 1);
-    expect_true(bind(s, g).buffer == bind(s, big).buffer);
-    expect_true(reads_all(d, g, 768 * KiB, 0x11));
-    expect_true(reads_all(d, n, 256 * KiB, 0x22));
-
-    require_ok(relo_release(d, g));
-    require_ok(relo_release(d, n));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_a42_a43_guarded_page_stays_until_graph_destroyed(open_cases(&e));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1261,58 +838,12 @@ static VkResult finish_stream(vk_env *e, int i)
     return vkWaitSemaphores(e->device, &wi, UINT64_MAX);
 }
 
-static bool reads_pattern(relo_device *d, relo_handle h, uint64_t n, uint32_t add)
-{
-    uint32_t *p = malloc((size_t)n);
-    if (!p) return false;
-    bool ok = relo_read(d, h, 0, p, n) == RELO_OK;
-    for (uint64_t i = 0; ok && i < n / 4; i++) ok = p[i] == (uint32_t)(i * 13 + add);
-    free(p);
-    return ok;
-}
-
-static relo_status write_pattern(relo_device *d, relo_handle h, uint64_t n)
-{
-    uint32_t *p = malloc((size_t)n);
-    if (!p) return RELO_ERR_HOST_MEMORY;
-    for (uint64_t i = 0; i < n / 4; i++) p[i] = (uint32_t)(i * 13);
-    relo_status s = relo_write(d, h, 0, p, n);
-    free(p);
-    return s;
-}
-
 CHECK_TEST(shader_through_binding_across_relocation)
 {
     vk_env e;
-    env_open(&e);
+    dc_env c = open_cases(&e);
     pipeline_open(&e);
-    fx f;
-    require_true(dev_open(&f, &e, make_backend(&e), 1));
-    relo_device *d = f.dev;
-    relo_stream *s = f.s;
-
-    relo_handle h, big;
-    require_ok(relo_reserve(s, MiB, &h));
-    require_ok(write_pattern(d, h, MiB));
-    relo_binding before = bind(s, h);
-    require_eq(launch_add1(&e, 0, before, VK_NULL_HANDLE), VK_SUCCESS);
-    require_eq(finish_stream(&e, 0), VK_SUCCESS);
-    expect_true(reads_pattern(d, h, MiB, 1));
-
-    /* Growth, then reclaim: the 1 MiB moves onto the 11 MiB page. */
-    require_ok(relo_reserve(s, 10 * MiB, &big));
-    require_ok(relo_reclaim(s));
-    expect_eq(stats_of(d).allocations_moved, 1);
-    relo_binding after = bind(s, h);
-    expect_true(after.buffer != before.buffer);
-    expect_true(after.buffer == bind(s, big).buffer);
-    require_eq(launch_add1(&e, 0, after, VK_NULL_HANDLE), VK_SUCCESS);
-    require_eq(finish_stream(&e, 0), VK_SUCCESS);
-    expect_true(reads_pattern(d, h, MiB, 2));
-
-    require_ok(relo_release(d, h));
-    require_ok(relo_release(d, big));
-    dev_close(&f, &e);
+    dc_kernel_through_binding_across_relocation(c);
 }
 
 typedef struct gate_opener {
@@ -1337,55 +868,39 @@ static void *open_gate_later(void *arg)
 CHECK_TEST(two_semaphores_two_streams)
 {
     vk_env e;
-    env_open(&e);
+    dc_env c = open_cases(&e);
     pipeline_open(&e);
     wrap *w = NULL;
-    relo_backend *b = make_wrapped(&e, &w);
+    relo_backend *b = dc_wrapped(&c, &w);
     fx f;
-    require_true(dev_open(&f, &e, b, 2));
-    relo_device *d = f.dev;
-    relo_stream *sa = f.s, *sb = f.s2;
-
-    relo_handle ha, hb, bigA, bigB;
-    require_ok(relo_reserve(sa, MiB, &ha));
-    require_ok(relo_reserve(sb, MiB, &hb));
-    require_ok(write_pattern(d, ha, MiB));
-    require_ok(write_pattern(d, hb, MiB));
-    require_ok(relo_reserve(sa, 10 * MiB, &bigA));
-    require_ok(relo_reserve(sb, 10 * MiB, &bigB));
-    expect_eq(stats_of(d).outdated_pages, 2);
+    require_true(dc_open(&f, &c, b, 2));
+    w->work_done = streams_reached;
+    w->work_done_user = &e;
+    relo_handle h[4]; /* a, b, bigA, bigB */
+    require_ok(dc_two_streams_setup(&c, &f, h));
 
     /* Both streams' shaders wait behind a gate the host opens 200 ms from
      * now. The device-wide reclaim moves both allocations: it must wait
      * for both semaphores before it copies a byte. */
     VkSemaphore gate = make_timeline(e.device, 0);
     require_true(gate != VK_NULL_HANDLE);
-    require_eq(launch_add1(&e, 0, bind(sa, ha), gate), VK_SUCCESS);
-    require_eq(launch_add1(&e, 1, bind(sb, hb), gate), VK_SUCCESS);
+    require_eq(launch_add1(&e, 0, fx_bind(f.s, h[0]), gate), VK_SUCCESS);
+    require_eq(launch_add1(&e, 1, fx_bind(f.s2, h[1]), gate), VK_SUCCESS);
     gate_opener go = {e.device, gate};
     pthread_t opener;
     require_eq(pthread_create(&opener, NULL, open_gate_later, &go), 0);
-    require_ok(relo_reclaim_device(d));
+    require_ok(relo_reclaim_device(f.dev));
     pthread_join(opener, NULL);
     expect_true(w->streams_done);
-    relo_stats st = stats_of(d);
-    expect_eq(st.allocations_moved, 2);
-    expect_eq(st.outdated_pages, 0);
-    expect_true(reads_pattern(d, ha, MiB, 1));
-    expect_true(reads_pattern(d, hb, MiB, 1));
+    dc_two_streams_moved(&c, &f, h);
 
     /* And again through the new bindings, without a gate. */
-    require_eq(launch_add1(&e, 0, bind(sa, ha), VK_NULL_HANDLE), VK_SUCCESS);
-    require_eq(launch_add1(&e, 1, bind(sb, hb), VK_NULL_HANDLE), VK_SUCCESS);
-    require_eq(finish_stream(&e, 0), VK_SUCCESS);
-    require_eq(finish_stream(&e, 1), VK_SUCCESS);
-    expect_true(reads_pattern(d, ha, MiB, 2));
-    expect_true(reads_pattern(d, hb, MiB, 2));
+    for (int i = 0; i < 2; i++)
+        require_eq(launch_add1(&e, i, fx_bind(i ? f.s2 : f.s, h[i]), VK_NULL_HANDLE), VK_SUCCESS);
+    for (int i = 0; i < 2; i++) require_eq(finish_stream(&e, i), VK_SUCCESS);
+    for (int i = 0; i < 2; i++) expect_true(dc_reads_count(f.dev, h[i], MiB, 2, c.add1_width));
 
-    require_ok(relo_release(d, ha));
-    require_ok(relo_release(d, hb));
-    require_ok(relo_release(d, bigA));
-    require_ok(relo_release(d, bigB));
+    dc_release(f.dev, h, 4);
     fx_close(&f);
     vkDestroySemaphore(e.device, gate, NULL);
     env_close(&e);

@@ -119,6 +119,19 @@ static inline void fx_close(fx *f)
     memset(f, 0, sizeof *f);
 }
 
+/** Releases the n handles (each must succeed), then closes f as fx_close. */
+static inline void fx_close_releasing(fx *f, const relo_handle *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) expect_ok(relo_release(f->dev, h[i]));
+    fx_close(f);
+}
+
+/** The handles given, then their count: the last two arguments of
+ *  fx_close_releasing. */
+#define FX_HANDLES(...)                                                        \
+    (const relo_handle[]){__VA_ARGS__},                                        \
+        sizeof((const relo_handle[]){__VA_ARGS__}) / sizeof(relo_handle)
+
 static inline relo_stats fx_stats(relo_stream *s)
 {
     relo_stats st;

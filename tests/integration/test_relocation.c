@@ -11,6 +11,15 @@
 #include "mock_backend.h"
 #include "testing.h"
 
+/* A host device of `capacity` bytes (fx_host() otherwise) with the seed
+ * policy and one stream, or two where `two` is set. */
+static relo_status open_with_capacity(fx *f, uint64_t capacity, bool two)
+{
+    relo_host_desc hd = fx_host();
+    hd.capacity = capacity;
+    return two ? fx_open2(f, &hd, FX_SEED) : fx_open(f, &hd, FX_SEED);
+}
+
 /* The shape most of these behaviours start from: a host device (hd NULL:
  * fx_host()), `small` bytes reserved and filled with `byte`, then 10 MiB,
  * which grows the arena from 2 MiB to 11 MiB pages and leaves the small
@@ -61,9 +70,7 @@ CHECK_TEST(b25_reclaim_moves_into_current_page)
     expect_true(after.buffer == fx_bind(f.s, b).buffer);
     expect_eq(after.size, 1 * MiB);
     expect_ok(relo_device_check(f.dev));
-    expect_ok(relo_release(f.dev, a));
-    expect_ok(relo_release(f.dev, b));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(a, b));
 }
 
 /* 26. As 25 with a backend refusing every copy → nothing moved; the 1 MiB
@@ -97,10 +104,7 @@ CHECK_TEST(b26_refused_copy_abandons)
     relo_handle c = fx_reserve(f.s, 1 * MiB);
     expect_true(fx_bind(f.s, c).buffer == fx_bind(f.s, b).buffer);
     expect_eq(fx_stats(f.s).pages, 2);
-    expect_ok(relo_release(f.dev, a));
-    expect_ok(relo_release(f.dev, b));
-    expect_ok(relo_release(f.dev, c));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(a, b, c));
 }
 
 /* 27. As 25 with a final copy wait that fails, outcome unknown → source and
@@ -158,9 +162,7 @@ CHECK_TEST(b27_unknown_copy_outcome_leaks_both)
     }
     expect_ok(relo_device_check(f.dev));
     for (int i = 0; i < 8; i++) expect_ok(relo_release(f.dev, more[i]));
-    expect_ok(relo_release(f.dev, b));
-    expect_ok(relo_release(f.dev, c));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(b, c));
 }
 
 /* 28. Capacity 24 MiB: after 1 MiB nothing is wanted; after 10 MiB (held
@@ -170,10 +172,8 @@ CHECK_TEST(b27_unknown_copy_outcome_leaks_both)
  *     current page (1 MiB free) cannot take, so it may add a page. */
 CHECK_TEST(b28_pressure_relocation)
 {
-    relo_host_desc hd = fx_host();
-    hd.capacity = 24 * MiB;
     fx f;
-    require_ok(fx_open(&f, &hd, FX_SEED));
+    require_ok(open_with_capacity(&f, 24 * MiB, false));
     expect_eq(relo__testing_capacity(f.dev), 24 * MiB);
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     expect_ok(fx_fill(f.dev, a, 7, 1 * MiB));
@@ -195,20 +195,15 @@ CHECK_TEST(b28_pressure_relocation)
     expect_true(fx_all_bytes(f.dev, a, 7, 1 * MiB));
     expect_true(fx_bind(f.s, a).buffer == fx_bind(f.s, b).buffer);
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_NONE);
-    expect_ok(relo_release(f.dev, a));
-    expect_ok(relo_release(f.dev, b));
-    expect_ok(relo_release(f.dev, c));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(a, b, c));
 }
 
 /* 29. Capacity 4 MiB with 1 MiB held (on one 2 MiB page: the pressure rule
  *     alone would say high) and nothing outdated → no relocation. */
 CHECK_TEST(b29_no_outdated_no_relocation)
 {
-    relo_host_desc hd = fx_host();
-    hd.capacity = 4 * MiB;
     fx f;
-    require_ok(fx_open(&f, &hd, FX_SEED));
+    require_ok(open_with_capacity(&f, 4 * MiB, false));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_NONE);
     relo_handle b = fx_reserve(f.s, 3 * MiB / 2); /* takes a second page */
@@ -218,9 +213,7 @@ CHECK_TEST(b29_no_outdated_no_relocation)
     expect_eq(dev.relocations_abandoned, 0);
     expect_eq(relo__testing_last_reason(f.dev), RELO_REASON_NONE);
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_NONE);
-    expect_ok(relo_release(f.dev, a));
-    expect_ok(relo_release(f.dev, b));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(a, b));
 }
 
 /* 30. The pressure rule, capacity 24 MiB, page 4 MiB: 10 MiB held → low;
@@ -237,10 +230,8 @@ CHECK_TEST(b30_pressure_rule)
     expect_true(relo__pressure_high(3 * MiB, 0, 4 * MiB));           /* capacity − page saturates */
     expect_true(relo__pressure_high(UINT64_MAX, UINT64_MAX - MiB, 4 * MiB)); /* no wrap */
 
-    relo_host_desc hd = fx_host();
-    hd.capacity = 24 * MiB;
     fx f;
-    require_ok(fx_open(&f, &hd, FX_SEED));
+    require_ok(open_with_capacity(&f, 24 * MiB, false));
     relo_handle h[5];
     h[0] = fx_reserve(f.s, 1 * MiB);  /* 2 MiB page */
     h[1] = fx_reserve(f.s, 3 * MiB);  /* grows to 4 MiB pages: held 6 */
@@ -254,18 +245,15 @@ CHECK_TEST(b30_pressure_rule)
     expect_eq(fx_dev_stats(f.dev).bytes_reserved, 18 * MiB);
     expect_eq(fx_dev_stats(f.dev).relocations, 0);
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_MEMORY_PRESSURE);
-    for (int i = 0; i < 5; i++) expect_ok(relo_release(f.dev, h[i]));
-    fx_close(&f);
+    fx_close_releasing(&f, h, 5);
 }
 
 /* 31. Nothing outdated → the trigger never sums the bytes held by the
  *     streams (capacity known, so it would have to once something is). */
 CHECK_TEST(b31_trigger_sums_only_when_outdated)
 {
-    relo_host_desc hd = fx_host();
-    hd.capacity = 1 * GiB;
     fx f;
-    require_ok(fx_open2(&f, &hd, FX_SEED));
+    require_ok(open_with_capacity(&f, 1 * GiB, true));
     uint64_t sums = relo__testing_held_sums(f.dev);
     relo_handle h[12];
     for (int i = 0; i < 12; i++) h[i] = fx_reserve(i % 2 ? f.s : f.s2, i % 3 ? 1 * MiB : 100);
@@ -282,8 +270,7 @@ CHECK_TEST(b31_trigger_sums_only_when_outdated)
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_NONE);
     expect_gt(relo__testing_held_sums(f.dev), sums);
     for (int i = 0; i < 12; i++) expect_ok(relo_release(f.dev, h[i]));
-    expect_ok(relo_release(f.dev, g));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(g));
 }
 
 /* 32. Every slot taken and capacity unknown → ARENA_FULL. Filling 64 slots
@@ -307,8 +294,7 @@ CHECK_TEST(b32_all_slots_taken_arena_full)
     expect_eq(relo__testing_arena_pools(f.s), 64);
     expect_eq(relo__testing_capacity(f.dev), 0);
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_ARENA_FULL);
-    for (int k = 0; k < 64; k++) expect_ok(relo_release(f.dev, h[k]));
-    fx_close(&f);
+    fx_close_releasing(&f, h, 64);
 }
 
 /* 33a. A relocation that moved nothing is not planned again while the
@@ -344,21 +330,15 @@ CHECK_TEST(b33_stall_until_new_current_page)
     expect_eq(st.bytes_reserved, 24 * MiB);
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_MEMORY_PRESSURE);
     expect_true(fx_all_bytes(f.dev, a, 7, 3 * MiB / 2));
-    expect_ok(relo_release(f.dev, a));
-    expect_ok(relo_release(f.dev, b));
-    expect_ok(relo_release(f.dev, c));
-    expect_ok(relo_release(f.dev, d));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(a, b, c, d));
 }
 
 /* 33b. As 33a, where the plan moved nothing because the outdated page is
  *      guarded: dropping the guard makes it plannable again. */
 CHECK_TEST(b33_stall_until_guard_dropped)
 {
-    relo_host_desc hd = fx_host();
-    hd.capacity = 30 * MiB;
     fx f;
-    require_ok(fx_open(&f, &hd, FX_SEED));
+    require_ok(open_with_capacity(&f, 30 * MiB, false));
     relo_handle g = fx_reserve(f.s, 1 * MiB);
     expect_ok(fx_fill(f.dev, g, 9, 1 * MiB));
     relo_graph *graph = NULL;
@@ -381,9 +361,7 @@ CHECK_TEST(b33_stall_until_guard_dropped)
     expect_eq(fx_stats(f.s).guarded_pages, 0);
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_MEMORY_PRESSURE);
     expect_true(fx_all_bytes(f.dev, g, 9, 1 * MiB));
-    expect_ok(relo_release(f.dev, g));
-    expect_ok(relo_release(f.dev, b));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(g, b));
 }
 
 /* 34. Outdated pages holding live [3, 2], [1] and [4] MiB are emptied in
@@ -485,8 +463,7 @@ CHECK_TEST(b34_pages_emptied_fewest_live_bytes_first)
     expect_ok(relo_capture_end(f.s, &graph));
     relo_graph_destroy(graph);
     release_three_pages(&f, &t);
-    expect_ok(relo_release(f.dev, t.g));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(t.g));
 }
 
 /* 34b. Room for 5 MiB only: the 9 MiB is swapped for a 5 MiB on the same
@@ -525,8 +502,7 @@ CHECK_TEST(b34_room_for_5mib_empties_two_pages)
     expect_eq(st.bytes_reserved, 15 * MiB);
     check_three_pages(&f, &t);
     release_three_pages(&f, &t);
-    expect_ok(relo_release(f.dev, five));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(five));
 }
 
 /* 35a. EXPLICIT and MEMORY_PRESSURE targets use only room already held:
@@ -552,9 +528,7 @@ CHECK_TEST(b35_explicit_and_pressure_use_held_room)
         expect_eq(fx_stats(f.s).pages, 2);
         expect_true(fx_same_place(fx_bind(f.s, a), before));
         expect_true(fx_all_bytes(f.dev, a, 7, 3 * MiB / 2));
-        expect_ok(relo_release(f.dev, a));
-        expect_ok(relo_release(f.dev, b));
-        fx_close(&f);
+        fx_close_releasing(&f, FX_HANDLES(a, b));
     }
 }
 
@@ -591,9 +565,7 @@ CHECK_TEST(b35_arena_full_and_capture_may_add_pages)
             expect_ok(relo_capture_end(f.s, &graph));
             relo_graph_destroy(graph);
         }
-        expect_ok(relo_release(f.dev, a));
-        expect_ok(relo_release(f.dev, b));
-        fx_close(&f);
+        fx_close_releasing(&f, FX_HANDLES(a, b));
     }
 }
 
@@ -606,10 +578,8 @@ CHECK_TEST(b35_arena_full_and_capture_may_add_pages)
  *     and 24 MiB held, 11 MiB pages) and leaves room for A's pages. */
 CHECK_TEST(b36_no_relocation_while_another_stream_records)
 {
-    relo_host_desc hd = fx_host();
-    hd.capacity = 34 * MiB;
     fx f;
-    require_ok(fx_open2(&f, &hd, FX_SEED));
+    require_ok(open_with_capacity(&f, 34 * MiB, true));
     relo_stream *A = f.s, *B = f.s2;
     expect_ok(relo_capture_prepare(B));
     expect_ok(relo_capture_begin(B));
@@ -643,11 +613,7 @@ CHECK_TEST(b36_no_relocation_while_another_stream_records)
     expect_eq(fx_stats(A).outdated_pages, 0);
     expect_true(fx_bind(A, a).buffer != before.buffer);
     expect_true(fx_all_bytes(f.dev, a, 7, 1 * MiB));
-    expect_ok(relo_release(f.dev, a));
-    expect_ok(relo_release(f.dev, b));
-    expect_ok(relo_release(f.dev, c));
-    expect_ok(relo_release(f.dev, d));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(a, b, c, d));
 }
 
 /* 37. Before a relocation copies a byte every stream's work is finished
@@ -690,11 +656,7 @@ CHECK_TEST(b37_wait_device_before_copies_wait_copies_after)
     expect_true(fx_check_pattern(f.dev, a2, 12, 512 * KiB));
     if (check_failures_ != failures) mock_dump(&m);
 
-    expect_ok(relo_release(f.dev, a1));
-    expect_ok(relo_release(f.dev, a2));
-    expect_ok(relo_release(f.dev, b));
-    expect_ok(relo_release(f.dev, o));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(a1, a2, b, o));
     expect_true(m.destroyed);
     expect_eq(m.buffers_live, 0);
 }
@@ -707,10 +669,8 @@ CHECK_MAIN()
  * outdated page the same relocation does give back, and runs. */
 static void pressure_gain_case(uint64_t second, bool expect_move)
 {
-    relo_host_desc hd = fx_host();
-    hd.capacity = 24 * MiB;
     fx f;
-    require_ok(fx_open(&f, &hd, FX_SEED));
+    require_ok(open_with_capacity(&f, 24 * MiB, false));
     relo_handle a1 = fx_reserve(f.s, 1 * MiB);
     relo_handle a2 = fx_reserve(f.s, second); /* same 2 MiB page */
     expect_eq(fx_stats(f.s).pages, 1);
@@ -723,10 +683,7 @@ static void pressure_gain_case(uint64_t second, bool expect_move)
     relo_stats dev = fx_dev_stats(f.dev);
     expect_eq(dev.allocations_moved, expect_move ? 2u : 0u);
     expect_eq(fx_stats(f.s).outdated_pages, expect_move ? 0u : 1u);
-    expect_ok(relo_release(f.dev, a1));
-    expect_ok(relo_release(f.dev, a2));
-    expect_ok(relo_release(f.dev, c));
-    fx_close(&f);
+    fx_close_releasing(&f, FX_HANDLES(a1, a2, c));
 }
 
 CHECK_TEST(pressure_relocation_that_gives_nothing_back_is_not_started)

@@ -40,6 +40,28 @@ static relo_slice *make(bench_set *b, uint32_t i, uint32_t p, uint64_t offset, u
     return s;
 }
 
+/* Where and how long one hand-made slice is: on page `page` at offset. */
+typedef struct place {
+    uint32_t page;
+    uint64_t offset, length;
+} place;
+
+/* Sets b up and x empty (best fit, or address-ordered first fit, over
+ * slices up to max_length), then inserts n slices, slice i at at[i]. */
+static relo_status open_index(bench_set *b, relo_free_index *x, bool best_fit, uint64_t max_length,
+                              const place *at, uint32_t n)
+{
+    set_up(b);
+    memset(x, 0, sizeof *x);
+    relo_status st = relo__free_index_init(x, best_fit, max_length);
+    for (uint32_t i = 0; st == RELO_OK && i < n; i++)
+        relo__free_index_insert(x, make(b, i, at[i].page, at[i].offset, at[i].length));
+    return st;
+}
+
+/* The places given, then their count: the last two arguments of open_index(). */
+#define PLACES(...) (const place[]){__VA_ARGS__}, (uint32_t)(sizeof((const place[]){__VA_ARGS__}) / sizeof(place))
+
 static bool index_ok(const relo_free_index *x, uint64_t want_count)
 {
     uint64_t count = 0;
@@ -85,12 +107,10 @@ CHECK_TEST(classes_cover_lengths_in_order)
 CHECK_TEST(best_fit_takes_the_shortest_slice_that_fits)
 {
     bench_set b;
-    set_up(&b);
     relo_free_index x;
-    memset(&x, 0, sizeof x);
-    require_ok(relo__free_index_init(&x, true, 1 << 20));
-    const uint64_t lengths[] = {100, 300, 303, 200, 1000, 5000};
-    for (uint32_t i = 0; i < 6; i++) relo__free_index_insert(&x, make(&b, i, 0, 8192u * i, lengths[i]));
+    require_ok(open_index(&b, &x, true, 1 << 20,
+                          PLACES({0, 0, 100}, {0, 8192, 300}, {0, 2 * 8192, 303}, {0, 3 * 8192, 200},
+                                 {0, 4 * 8192, 1000}, {0, 5 * 8192, 5000})));
     expect_true(index_ok(&x, 6));
     expect_eq(relo__free_index_find(&x, 1)->length, 100);
     expect_eq(relo__free_index_find(&x, 150)->length, 200);
@@ -107,18 +127,13 @@ CHECK_TEST(best_fit_takes_the_shortest_slice_that_fits)
 
 CHECK_TEST(best_fit_prefers_the_lowest_address_among_equals)
 {
-    bench_set b;
-    set_up(&b);
-    relo_free_index x;
-    memset(&x, 0, sizeof x);
-    require_ok(relo__free_index_init(&x, true, 1 << 20));
     /* Same length on pages 2, 0, 1, and twice on page 0; page 0 at 4096
-     * is the lowest address. */
-    relo__free_index_insert(&x, make(&b, 0, 2, 0, 4096));
-    relo__free_index_insert(&x, make(&b, 1, 0, 8192, 4096));
-    relo__free_index_insert(&x, make(&b, 2, 1, 0, 4096));
-    relo__free_index_insert(&x, make(&b, 3, 0, 4096, 4096));
-    relo__free_index_insert(&x, make(&b, 4, 3, 0, 4000)); /* shorter, does not fit 4096 */
+     * is the lowest address. The last is shorter and does not fit 4096. */
+    bench_set b;
+    relo_free_index x;
+    require_ok(open_index(&b, &x, true, 1 << 20,
+                          PLACES({2, 0, 4096}, {0, 8192, 4096}, {1, 0, 4096}, {0, 4096, 4096},
+                                 {3, 0, 4000})));
     relo_slice *got = relo__free_index_find(&x, 4096);
     require_true(got != NULL);
     expect_true(got == &b.slices[3]);
@@ -132,13 +147,8 @@ CHECK_TEST(best_fit_prefers_the_lowest_address_among_equals)
 CHECK_TEST(removing_the_last_slice_of_a_class_clears_its_bits)
 {
     bench_set b;
-    set_up(&b);
     relo_free_index x;
-    memset(&x, 0, sizeof x);
-    require_ok(relo__free_index_init(&x, true, 1 << 20));
-    relo__free_index_insert(&x, make(&b, 0, 0, 0, 700));
-    relo__free_index_insert(&x, make(&b, 1, 0, 1024, 700));
-    relo__free_index_insert(&x, make(&b, 2, 0, 4096, 70000));
+    require_ok(open_index(&b, &x, true, 1 << 20, PLACES({0, 0, 700}, {0, 1024, 700}, {0, 4096, 70000})));
     expect_true(index_ok(&x, 3));
     relo__free_index_remove(&x, &b.slices[2]);
     expect_true(index_ok(&x, 2));
@@ -157,11 +167,8 @@ CHECK_TEST(a_fit_deep_in_the_requests_class_is_found)
     /* Twenty slices of the request's class that are too short, then one
      * that fits, and nothing above: the search goes past its usual look. */
     bench_set b;
-    set_up(&b);
     relo_free_index x;
-    memset(&x, 0, sizeof x);
-    require_ok(relo__free_index_init(&x, true, 1 << 20));
-    relo__free_index_insert(&x, make(&b, 0, 0, 0, 1030)); /* ends up last in the list */
+    require_ok(open_index(&b, &x, true, 1 << 20, PLACES({0, 0, 1030}))); /* ends up last in the list */
     for (uint32_t i = 1; i <= 20; i++) relo__free_index_insert(&x, make(&b, i, 0, 2048u * i, 1024));
     relo_slice *got = relo__free_index_find(&x, 1025);
     expect_true(got == &b.slices[0]);
@@ -171,14 +178,9 @@ CHECK_TEST(a_fit_deep_in_the_requests_class_is_found)
 CHECK_TEST(by_address_takes_the_lowest_address_that_fits)
 {
     bench_set b;
-    set_up(&b);
     relo_free_index x;
-    memset(&x, 0, sizeof x);
-    require_ok(relo__free_index_init(&x, false, 1 << 20));
-    relo__free_index_insert(&x, make(&b, 0, 1, 0, 5000));
-    relo__free_index_insert(&x, make(&b, 1, 0, 9000, 100));
-    relo__free_index_insert(&x, make(&b, 2, 0, 20000, 6000));
-    relo__free_index_insert(&x, make(&b, 3, 2, 0, 100000));
+    require_ok(open_index(&b, &x, false, 1 << 20,
+                          PLACES({1, 0, 5000}, {0, 9000, 100}, {0, 20000, 6000}, {2, 0, 100000})));
     expect_true(index_ok(&x, 4));
     expect_true(relo__free_index_find(&x, 50) == &b.slices[1]);
     expect_true(relo__free_index_find(&x, 4000) == &b.slices[2]);  /* page 0 before page 1 */
@@ -196,12 +198,8 @@ CHECK_TEST(by_address_takes_the_lowest_address_that_fits)
 CHECK_TEST(the_checker_finds_a_broken_index)
 {
     bench_set b;
-    set_up(&b);
     relo_free_index x;
-    memset(&x, 0, sizeof x);
-    require_ok(relo__free_index_init(&x, true, 1 << 20));
-    relo__free_index_insert(&x, make(&b, 0, 0, 0, 700));
-    relo__free_index_insert(&x, make(&b, 1, 0, 1024, 700));
+    require_ok(open_index(&b, &x, true, 1 << 20, PLACES({0, 0, 700}, {0, 1024, 700})));
     require_true(index_ok(&x, 2));
     uint64_t count;
     const char *why = NULL;
@@ -251,10 +249,8 @@ CHECK_TEST(random_operations_agree_with_a_plain_array)
     uint64_t seed = check_seed();
     uint64_t rng = seed;
     bench_set b;
-    set_up(&b);
     relo_free_index x;
-    memset(&x, 0, sizeof x);
-    require_ok(relo__free_index_init(&x, true, (uint64_t)1 << 30));
+    require_ok(open_index(&b, &x, true, (uint64_t)1 << 30, NULL, 0));
     uint64_t held = 0, failures = 0;
     for (int op = 0; op < 200000 && failures == 0; op++) {
         uint32_t i = (uint32_t)(fx_rand(&rng) % SLICES);
