@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "hostmem.h"
-#include "sliced_pool.h"
 
 void relo__arena_init(relo_arena *arena, const relo_pool_home *home)
 {

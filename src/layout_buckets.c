@@ -3,14 +3,13 @@
  * whose page sizes are spaced evenly in log scale from 32 KiB to the
  * device's largest page. A reservation takes the smallest bucket with a
  * free page that fits, else a new page in the smallest bucket that accepts
- * its size. Pages are reused whole; the suspicion rule (exclusive_pool.c)
+ * its size. Pages are reused whole; the suspicion rule (unsliced_pool.c)
  * gives back those that look unused.
  */
 #include "layout.h"
 
 #include <math.h>
 
-#include "exclusive_pool.h"
 #include "hostmem.h"
 
 #define EXCLUSIVE_MIN_BUCKET (32 * RELO_KiB)

@@ -17,7 +17,6 @@
  */
 #include "layout.h"
 
-#include "sliced_pool.h"
 
 static relo_status dense_init(relo_stream_layout *l, const relo_pool_home *home)
 {

@@ -1,8 +1,9 @@
 /*
  * pool.h — what every pool has in common: its pages, its accounting, and
  * the one path by which pages are taken from and given back to the backend.
- * The kinds (sliced, exclusive, persistent, dedicated) add their carving
- * rules in their own files.
+ * The kinds add their carving rules: sliced_pool.c carves pages into
+ * slices; unsliced_pool.c gives each allocation a page (exclusive,
+ * persistent, dedicated). Their calls are declared here too.
  *
  * Protected by: the device lock, for every field.
  */
@@ -213,5 +214,82 @@ void relo__pool_page_leak_free(relo_pool *pool, relo_page *page);
 
 /** Marks a TARGET slice LEAKED: never reused (copy outcome unknown). */
 void relo__pool_slice_leak(relo_pool *pool, relo_slice *slice);
+
+/* ---- sliced pools (sliced_pool.c) ----------------------------------------
+ * Pages of one size (or, for variable pages, sized to their requests)
+ * carved into slices (design §3.1): first fit by address through the
+ * treap, or best fit by size class (best_fit, the dense layout's pools). */
+
+/**
+ * Carves size bytes (padded to the alignment) for slot, with state LIVE or
+ * TARGET, from the lowest page and lowest address that fits; takes a new
+ * page only when allow_new_page.
+ * Returns RELO_OK; RELO_ERR_BUFFER_TOO_BIG (padded size > page size);
+ * RELO_ERR_PAGE_UPDATE_FORBIDDEN (no room held and no new page allowed);
+ * the backend's refusal; RELO_ERR_HOST_MEMORY. On failure nothing changed.
+ */
+relo_status relo__sliced_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
+                                 relo_slice_state state, bool allow_new_page, relo_slice **out);
+
+/** Whether a reservation may add a page, and of which size. */
+typedef enum relo_new_page {
+    RELO_NEW_PAGE_NONE = 0,   /* only room already held */
+    RELO_NEW_PAGE_POOL_RULE,  /* a page as the pool makes them */
+    RELO_NEW_PAGE_EXACT,      /* variable pages: the request rounded to the granule */
+    RELO_NEW_PAGE_COUNT
+} relo_new_page;
+
+/** relo__sliced_reserve with the new-page rule spelled out. */
+relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slot, relo_slice_state state,
+                                    relo_new_page new_page, relo_slice **out);
+
+/** The size of the page a reservation of length (padded) bytes would add:
+ *  the pool's page size, or for variable pages the request's own rule. */
+uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length);
+
+/* ---- unsliced pools (unsliced_pool.c): one allocation per page ----------
+ * exclusive   pages reused whole (design §3.2); page size follows a running
+ *             average of request sizes; free pages that stay unused through
+ *             enough periodic checks go back (the suspicion rule). The tiny
+ *             pool and the EXCLUSIVE layout's buckets are exclusive pools.
+ * persistent  exact-size buffers (design §3.3): a request reuses a free
+ *             buffer of exactly its padded size, else takes a new one; freed
+ *             buffers stay until an explicit cleanup. Weights live here, and
+ *             so do a graph capture's allocations.
+ * dedicated   one exact-size buffer per allocation (design §3.4), given back
+ *             at the first cleanup after it is freed. */
+
+/** Sets up an exclusive pool taking sizes up to max_size. periodic: the
+ *  suspicion rule gives unused pages back. */
+void relo__exclusive_init(relo_pool *pool, const relo_pool_home *home, const char *name,
+                          uint64_t max_size, bool periodic);
+
+/** True when a free, unguarded page of the pool fits size. */
+bool relo__exclusive_has_fit(const relo_pool *pool, uint64_t size);
+
+/**
+ * Reserves size bytes for slot: the least suspected free page that fits,
+ * else a new page of max(average, size) when allow_new_page.
+ * Returns RELO_OK; RELO_ERR_BUFFER_TOO_BIG; RELO_ERR_PAGE_UPDATE_FORBIDDEN;
+ * the backend's refusal; RELO_ERR_HOST_MEMORY. Nothing changes on failure.
+ */
+relo_status relo__exclusive_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
+                                    bool allow_new_page, relo_slice **out);
+
+/** The periodic check: raises the suspicion of free pages and gives back
+ *  those that reach 5. Returns pages released. */
+uint32_t relo__exclusive_check(relo_pool *pool);
+
+/** Reserves size bytes for slot. Returns RELO_OK; RELO_ERR_BUFFER_TOO_BIG;
+ *  RELO_ERR_PAGE_UPDATE_FORBIDDEN (a new buffer needed, not allowed); the
+ *  backend's refusal; RELO_ERR_HOST_MEMORY. Nothing changes on failure. */
+relo_status relo__persistent_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
+                                     bool allow_new_page, relo_slice **out);
+
+/** Reserves size bytes for slot in a buffer of its own. Returns RELO_OK;
+ *  RELO_ERR_BUFFER_TOO_BIG; RELO_ERR_PAGE_UPDATE_FORBIDDEN (not allowed to
+ *  add a page); the backend's refusal; RELO_ERR_HOST_MEMORY. */
+relo_status relo__dedicated_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
+                                    bool allow_new_page, relo_slice **out);
 
 #endif /* RELO_POOL_H */

@@ -30,7 +30,6 @@
 #include "device.h"
 #include "hostmem.h"
 #include "log.h"
-#include "sliced_pool.h"
 #include "trigger.h"
 
 

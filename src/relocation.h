@@ -14,7 +14,6 @@
 #include <stdbool.h>
 
 #include "device.h"
-#include "sliced_pool.h"
 #include "stream.h"
 #include "reason.h"
 

@@ -1,11 +1,8 @@
 /*
- * sliced_pool.c — carving slices out of fixed-size pages (see
- * sliced_pool.h). Freeing and merging live in pool.c, shared with the
- * other kinds.
+ * sliced_pool.c — carving slices out of pages (pool.h). Freeing and
+ * merging live in pool.c, shared with the other kinds.
  */
-#include "sliced_pool.h"
-
-#include "free_index.h"
+#include "pool.h"
 
 /* Splits a free slice so its first `length` bytes hold the allocation;
  * returns the slice that holds it. By address the free remainder keeps the

@@ -9,11 +9,8 @@
 #include <string.h>
 
 #include "compaction.h"
-#include "dedicated_pool.h"
 #include "device.h"
-#include "exclusive_pool.h"
 #include "hostmem.h"
-#include "persistent_pool.h"
 #include "relocation.h"
 #include "slide.h"
 #include "trim.h"

@@ -16,9 +16,7 @@ layer_of() {
         releaser.h | releaser.c | backend/*) echo 1 ;;
     page.h | slab.c | handle.h | handle.c | free_tree.h | free_tree.c | \
         free_index.h | free_index.c) echo 2 ;;
-    pool.h | pool.c | sliced_pool.h | sliced_pool.c | exclusive_pool.h | \
-        exclusive_pool.c | persistent_pool.h | persistent_pool.c | \
-        dedicated_pool.h | dedicated_pool.c | arena.h | arena.c) echo 3 ;;
+    pool.h | pool.c | sliced_pool.c | unsliced_pool.c | arena.h | arena.c) echo 3 ;;
     layout.h | layout_adaptive.c | layout_dense.c | layout_buckets.c) echo 4 ;;
     relocation.h | relocation.c | compaction.h | compaction.c | slide.h | \
         slide.c | trim.h | trim.c | trigger.h | trigger.c | runtime_pass.c | \

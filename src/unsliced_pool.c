@@ -1,11 +1,15 @@
 /*
- * exclusive_pool.c — pages reused whole, with the suspicion rule (see
- * exclusive_pool.h). The free-page list is scanned on reuse; it holds only
- * pages nobody uses, which the suspicion rule keeps few.
+ * unsliced_pool.c — the pool kinds that give each allocation a page of its
+ * own (pool.h): exclusive pools reuse pages whole under the suspicion rule,
+ * persistent pools reuse buffers of exactly the padded size, dedicated
+ * pools give every allocation a fresh buffer. The free-page list an
+ * exclusive pool scans on reuse holds only pages nobody uses, which the
+ * suspicion rule keeps few.
  */
-#include "exclusive_pool.h"
-
 #include <math.h>
+
+#include "pool.h"
+
 #define SUSPICION_NEW 4u
 #define SUSPICION_RELEASE 5u
 #define CHECKS_PER_PERIOD 5u
@@ -84,4 +88,51 @@ uint32_t relo__exclusive_check(relo_pool *pool)
         p = next;
     }
     return released;
+}
+
+/* ---- persistent: buffers reused by exact size ------------------------ */
+
+relo_status relo__persistent_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
+                                     bool allow_new_page, relo_slice **out)
+{
+    const relo_pool_home *d = pool->home;
+    uint64_t length;
+    if (!relo__pad_size(size, d->alignment, d->max_page, &length)) return RELO_ERR_BUFFER_TOO_BIG;
+    uint64_t buffer_size = length ? length : d->alignment;
+    relo_page *page = NULL;
+    for (relo_page *p = pool->free_pages; p; p = p->free_next) {
+        if (!p->guards && p->size == buffer_size) {
+            page = p;
+            break;
+        }
+    }
+    if (!page) {
+        if (!allow_new_page) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
+        relo_status st = relo__pool_page_new(pool, buffer_size, &page);
+        if (st != RELO_OK) return st;
+    }
+    relo_slice *slice = page->first;
+    slice->length = length;
+    relo__pool_slice_take(pool, slice, size, slot, RELO_SLICE_LIVE);
+    *out = slice;
+    return RELO_OK;
+}
+
+/* ---- dedicated: a fresh buffer per allocation ------------------------ */
+
+relo_status relo__dedicated_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
+                                    bool allow_new_page, relo_slice **out)
+{
+    const relo_pool_home *d = pool->home;
+    uint64_t length;
+    if (!relo__pad_size(size, d->alignment, d->max_page, &length)) return RELO_ERR_BUFFER_TOO_BIG;
+    if (!allow_new_page) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
+    relo_page *page;
+    relo_status st = relo__pool_page_new(pool, length ? length : d->alignment, &page);
+    if (st != RELO_OK) return st;
+    relo_slice *slice = page->first;
+    slice->length = length;
+    relo__pool_slice_take(pool, slice, size, slot, RELO_SLICE_LIVE);
+    *out = slice;
+    return RELO_OK;
 }
