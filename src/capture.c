@@ -8,6 +8,7 @@
 #include "device.h"
 #include "hostmem.h"
 #include "relocation.h"
+#include "steps.h"
 
 const char *relo__capture_state_name(relo_capture_state state)
 {
@@ -91,9 +92,7 @@ relo_status relo_capture_prepare(relo_stream *stream)
         } else if (d->open_pass) {
             st = RELO_ERR_BUSY;
         } else {
-            /* Empty outdated pages now, before any of them can be guarded. */
-            relo__relocate(d, NULL, RELO_REASON_CAPTURE);
-            relo__device_cleanup_periodic(d);
+            relo__steps_before_capture(d);
             set_state(&stream->capture, RELO_CAPTURE_PREPARED);
             st = RELO_OK;
         }

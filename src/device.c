@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "capture.h"
-#include "compaction.h"
 #include "hostmem.h"
 #include "log.h"
 #include "relocation.h"
+#include "steps.h"
 
 void relo__device_lock(relo_device *device) { pthread_mutex_lock(&device->lock); }
 void relo__device_unlock(relo_device *device)
@@ -413,28 +413,6 @@ void relo__device_free_buffers(relo_device *d, const relo_buffer_free *bufs, uin
     relo__device_lock(d);
 }
 
-static void release_empty(relo_pool *pool, void *user)
-{
-    (void)user;
-    relo__pool_release_empty(pool);
-}
-
-void relo__device_cleanup_explicit(relo_device *d, relo_stream *only)
-{
-    if (d->recording) return;
-    relo__relocate(d, only, RELO_REASON_EXPLICIT);
-    relo__device_cleanup_periodic(d);
-    relo__compact_and_release(d, only, UINT64_MAX, true, RELO_REASON_EXPLICIT);
-    if (d->recording) return; /* a capture began while the lock was dropped */
-    uint32_t first, end;
-    relo__device_scope(d, only, &first, &end);
-    for (uint32_t i = first; i < end; i++) {
-        relo__stream_each_pool(d->streams[i], release_empty, NULL);
-        relo__stream_drop_empty_pools(d->streams[i]);
-    }
-    if (d->backend->ops.flush) d->backend->ops.flush(d->backend->ctx);
-}
-
 uint64_t relo__device_held_bytes(relo_device *d)
 {
     uint64_t held = 0;
@@ -451,7 +429,7 @@ static relo_status reclaim(relo_device *d, relo_stream *only)
     relo_status st = RELO_ERR_RECORDING;
     if (d->recording == 0) {
         st = d->open_pass ? RELO_ERR_BUSY : RELO_OK;
-        relo__device_cleanup_explicit(d, only);
+        relo__steps_explicit(d, only);
         if (st == RELO_OK && d->recording) st = RELO_ERR_RECORDING;
     }
     relo__device_unlock(d);

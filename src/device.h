@@ -88,14 +88,6 @@ void relo__device_cleanup_off_lock(relo_device *device);
  *  and takes it again. The lock is held; other threads may run meanwhile. */
 void relo__device_free_buffers(relo_device *device, const relo_buffer_free *bufs, uint32_t n);
 
-/**
- * Explicit cleanup of one stream (only non-NULL) or of every stream:
- * relocates with reason EXPLICIT (when relocation is on and no pass is
- * open), packs dense pools, gives back every empty unguarded page of those
- * streams' pools, flushes the backend. Skipped while any stream records.
- */
-void relo__device_cleanup_explicit(relo_device *device, struct relo_stream *only);
-
 /** Bytes of pages held across every stream (counts one sum). */
 uint64_t relo__device_held_bytes(relo_device *device);
 

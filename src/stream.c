@@ -8,12 +8,10 @@
 
 #include <string.h>
 
-#include "compaction.h"
 #include "device.h"
 #include "hostmem.h"
 #include "relocation.h"
-#include "slide.h"
-#include "trim.h"
+#include "steps.h"
 
 relo_status relo__stream_init(struct relo_stream *s, relo_device *d, void *backend_stream)
 {
@@ -114,7 +112,7 @@ static relo_status reserve_in_layout(struct relo_stream *s, uint64_t size, uint3
     uint64_t live, reserved, page;
     layout_totals(d, &live, &reserved);
     if (ops->want_pack(l, size, live, reserved, relo__relocation_allowed(d), &d->layout_live_peak, &page)) {
-        ops->packed(l, relo__compact_and_release(d, NULL, page, true, RELO_REASON_COMPACT) != 0);
+        ops->packed(l, relo__steps_pack_before_page(d, page));
         st = ops->reserve(l, size, slot, false, out);
         if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
     }
@@ -140,49 +138,38 @@ static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, re
     return st;
 }
 
+/* The reservation a refused one retries (relo__steps_refused). */
+typedef struct retry_ctx {
+    struct relo_stream *stream;
+    uint64_t size;
+    uint32_t slot;
+    relo_slice **out;
+} retry_ctx;
+
+static relo_status retry_route(void *ctx)
+{
+    retry_ctx *r = ctx;
+    return route(r->stream, r->size, r->slot, r->out);
+}
+
 relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_handle *out)
 {
     relo_device *d = s->device;
-    relo__device_cleanup_periodic(d);
-    if (effective_mode(s) == RELO_MODE_AUTO && size > 0) relo__relocate_when_wanted(s);
+    bool dynamic = effective_mode(s) == RELO_MODE_AUTO && size > 0;
+    relo__steps_before_reserve(d, s, dynamic);
 
     uint32_t slot;
     relo_status st = relo__handle_alloc(&d->handles, &slot);
     if (st != RELO_OK) return st;
     relo_slice *slice = NULL;
     st = route(s, size, slot, &slice);
-    if (st == RELO_ERR_OUT_OF_MEMORY && d->recording == 0) {
-        /* The device refused: give back what nothing needs (the dense
-         * policy packs whatever it can first), then once more. */
-        if (s->layout.ops->want_pack) {
-            relo__device_cleanup_periodic(d);
-            relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE);
-        }
-        relo__device_cleanup_explicit(d, s);
-        relo__trim(d, NULL, 0); /* every stream's cached pages count against the device */
-        st = route(s, size, slot, &slice);
-        /* Still refused, with free room scattered over the pages: clear
-         * one hole of the request's size and take it; where no other page
-         * has the room, pack pages in place so their room joins up
-         * (slide.h), take it, or empty pages into the runs that opened. */
+    if (st != RELO_OK) {
         uint64_t padded;
-        relo_pool *pool;
-        if (st == RELO_ERR_OUT_OF_MEMORY && size > 0 && effective_mode(s) == RELO_MODE_AUTO &&
-            relo__pad_size(size, d->alignment, UINT64_MAX, &padded) &&
-            (pool = relo__dense_pool_for(&s->layout, padded)) != NULL) {
-            if (relo__compact_make_room(d, pool, padded)) {
-                st = route(s, size, slot, &slice);
-            } else if (relo__slide_make_room(d, pool, padded)) {
-                st = route(s, size, slot, &slice);
-                if (st == RELO_ERR_OUT_OF_MEMORY &&
-                    relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE) > 0)
-                    st = route(s, size, slot, &slice);
-            }
-        }
-    } else if (st == RELO_ERR_PAGE_SIZES_EXHAUSTED) {
-        relo__relocate(d, s, RELO_REASON_ARENA_FULL);
-        relo__device_cleanup_periodic(d);
-        st = route(s, size, slot, &slice);
+        relo_pool *room = dynamic && relo__pad_size(size, d->alignment, UINT64_MAX, &padded)
+                              ? relo__dense_pool_for(&s->layout, padded)
+                              : NULL;
+        retry_ctx r = {s, size, slot, &slice};
+        st = relo__steps_refused(d, s, size, st, room, retry_route, &r);
     }
     if (st != RELO_OK) {
         relo__handle_free(&d->handles, slot);
@@ -194,8 +181,7 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     relo__handle_slot(&d->handles, slot)->slice = slice; /* published at its first locked resolve */
     relo__stats_allocated(s, size);
     *out = relo__handle_of(&d->handles, slot);
-    /* After the request is served, so that it could take a cached page. */
-    relo__trim_auto(d);
+    relo__steps_after_reserve(d);
     return RELO_OK;
 }
 

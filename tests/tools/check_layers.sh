@@ -20,6 +20,7 @@ layer_of() {
     layout.h | layout_adaptive.c | layout_dense.c | layout_buckets.c) echo 4 ;;
     relocation.h | relocation.c | compaction.h | compaction.c | slide.h | \
         slide.c | trim.h | trim.c | trigger.h | trigger.c | runtime_pass.c | \
+        steps.h | steps.c | \
         stream.h | stream.c | device.h | device.c | capture.h | capture.c | \
         stats.h | stats.c | log.h | log.c | check.c | testing.h | testing.c) echo 5 ;;
     *) echo 0 ;;

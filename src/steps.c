@@ -1,0 +1,117 @@
+/*
+ * steps.c — when memory moves, and in which order. Every occasion on which
+ * relo relocates, packs, cleans up or gives pages back is one function
+ * here, its steps in the order they run; the calls that reach them
+ * (stream.c's reservation, relo_reclaim, relo_capture_prepare) only say
+ * which occasion it is. What each step does lives with its concept:
+ * relocation.c (the seed policy's outdated pages, and every pass's plan,
+ * copy and commit), compaction.c (dense packing), slide.c (packing a page
+ * in place), trim.c (the release threshold), device.c (queued pages).
+ *
+ * Called with the device lock held; a step that moves memory drops it
+ * while it waits and copies.
+ */
+#include "compaction.h"
+#include "relocation.h"
+#include "slide.h"
+#include "steps.h"
+#include "trim.h"
+
+void relo__steps_before_reserve(relo_device *d, relo_stream *s, bool may_relocate)
+{
+    /* 1. pages emptied since the last call go back (O(1) when none);
+     * 2. the seed policy's trigger may relocate the arena's outdated pages
+     *    (an AUTO reservation of some bytes only: modes and size 0 take
+     *    pools that never move). */
+    relo__device_cleanup_periodic(d);
+    if (may_relocate) relo__relocate_when_wanted(s);
+}
+
+bool relo__steps_pack_before_page(relo_device *d, uint64_t page)
+{
+    return relo__compact_and_release(d, NULL, page, true, RELO_REASON_COMPACT) != 0;
+}
+
+relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, relo_status st, relo_pool *room_pool,
+                                relo_status (*retry)(void *ctx), void *ctx)
+{
+    if (st == RELO_ERR_PAGE_SIZES_EXHAUSTED) {
+        /* The arena has no slot for another page size: empty the outdated
+         * pools into the current one, drop them, try again. */
+        relo__relocate(d, s, RELO_REASON_ARENA_FULL);
+        relo__device_cleanup_periodic(d);
+        return retry(ctx);
+    }
+    if (st != RELO_ERR_OUT_OF_MEMORY || d->recording) return st;
+    /* The device refused a page:
+     * 1. a layout that packs (dense) packs whatever it can, every stream's
+     *    queued pages first;
+     * 2. an explicit cleanup of the stream (relocation, packing, every empty
+     *    page back), and every stream's cached pages past the threshold
+     *    back, since they count against the device too; then once more. */
+    if (s->layout.ops->want_pack) {
+        relo__device_cleanup_periodic(d);
+        relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE);
+    }
+    relo__steps_explicit(d, s);
+    relo__trim(d, NULL, 0);
+    st = retry(ctx);
+    if (st != RELO_ERR_OUT_OF_MEMORY || !room_pool) return st;
+    /* 3. Still refused with free room scattered over the pool's pages: clear
+     *    one hole of the request's size (moving the run with the fewest
+     *    live bytes into other pages' room) and take it;
+     * 4. where no other page has the room, pack pages in place so their
+     *    room joins up (slide.h), take it, or empty pages into the runs
+     *    that opened. */
+    uint64_t padded;
+    if (!relo__pad_size(size, d->alignment, UINT64_MAX, &padded)) return st;
+    if (relo__compact_make_room(d, room_pool, padded)) return retry(ctx);
+    if (!relo__slide_make_room(d, room_pool, padded)) return st;
+    st = retry(ctx);
+    if (st == RELO_ERR_OUT_OF_MEMORY &&
+        relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE) > 0)
+        st = retry(ctx);
+    return st;
+}
+
+void relo__steps_after_reserve(relo_device *d)
+{
+    /* After the request is served, so that it could take a cached page:
+     * empty pages past live + the release threshold go back. */
+    relo__trim_auto(d);
+}
+
+static void release_empty(relo_pool *pool, void *user)
+{
+    (void)user;
+    relo__pool_release_empty(pool);
+}
+
+void relo__steps_explicit(relo_device *d, relo_stream *only)
+{
+    if (d->recording) return;
+    /* 1. relocate the outdated arena pages (seed policy);
+     * 2. give back what that emptied;
+     * 3. pack the dense pools and give back what that emptied;
+     * 4. every other empty page of the scope back, empty outdated pools
+     *    dropped; the backend flushed. */
+    relo__relocate(d, only, RELO_REASON_EXPLICIT);
+    relo__device_cleanup_periodic(d);
+    relo__compact_and_release(d, only, UINT64_MAX, true, RELO_REASON_EXPLICIT);
+    if (d->recording) return; /* a capture began while the lock was dropped */
+    uint32_t first, end;
+    relo__device_scope(d, only, &first, &end);
+    for (uint32_t i = first; i < end; i++) {
+        relo__stream_each_pool(d->streams[i], release_empty, NULL);
+        relo__stream_drop_empty_pools(d->streams[i]);
+    }
+    if (d->backend->ops.flush) d->backend->ops.flush(d->backend->ctx);
+}
+
+void relo__steps_before_capture(relo_device *d)
+{
+    /* Empty outdated pages now, before any of them can be guarded, and
+     * give back what that emptied. */
+    relo__relocate(d, NULL, RELO_REASON_CAPTURE);
+    relo__device_cleanup_periodic(d);
+}
