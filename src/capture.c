@@ -8,7 +8,6 @@
 #include "device.h"
 #include "hostmem.h"
 #include "relocation.h"
-#include "steps.h"
 
 const char *relo__capture_state_name(relo_capture_state state)
 {

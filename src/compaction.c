@@ -1,16 +1,14 @@
 /*
  * compaction.c — emptying sparse pages of the dense policy's pools into
- * denser ones (see compaction.h). A source page is fenced while it is
+ * denser ones (see relocation.h). A source page is fenced while it is
  * planned, so no target lands on it or on any other source; fences come
  * off once the pass is finished.
  */
-#include "compaction.h"
 
 #include <stdlib.h>
 
 #include "hostmem.h"
 #include "relocation.h"
-#include "trim.h"
 
 #define MAX_PASSES 64
 
@@ -159,7 +157,7 @@ uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uin
                                    relo_reason reason)
 {
     /* Packing for a new page keeps what it empties cached within a release
-     * threshold the runtime set (trim.h): the next reservations take it
+     * threshold the runtime set (trim.c): the next reservations take it
      * without a new buffer. Without one (NEVER, the default), packing gives
      * back what it emptied, as it always did; a refused page or a reclaim
      * gives every empty page back. */

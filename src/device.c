@@ -12,7 +12,6 @@
 #include "hostmem.h"
 #include "log.h"
 #include "relocation.h"
-#include "steps.h"
 
 void relo__device_lock(relo_device *device) { pthread_mutex_lock(&device->lock); }
 void relo__device_unlock(relo_device *device)

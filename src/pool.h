@@ -39,7 +39,7 @@ typedef struct relo_counters {
 typedef struct relo_held {
     uint64_t bytes_reserved;        /* pages held */
     uint64_t peak_bytes_reserved;
-    uint64_t bytes_empty;           /* of which pages with no allocation (trim.h) */
+    uint64_t bytes_empty;           /* of which pages with no allocation (trim.c) */
     relo_counters counters;         /* backend_allocs, backend_frees, pages_released and
                                        bytes_leaked change here; the rest above */
 } relo_held;
@@ -201,7 +201,7 @@ void relo__pool_slice_promote(relo_pool *pool, relo_slice *slice, uint64_t size,
 
 /**
  * Packs a fenced sliced page's bookkeeping after its allocations slid down
- * (slide.h): every occupied slice, in address order, takes the lowest
+ * (slide.c): every occupied slice, in address order, takes the lowest
  * offset after the one before it, and the page's free room becomes one FREE
  * slice at its end (left out of the free tree until the fence comes off).
  * Bytes are the caller's business. Never fails, never allocates.

@@ -30,7 +30,7 @@ typedef enum relo_move_fate {
 const char *relo__move_fate_name(relo_move_fate fate);
 
 /** One move of a pass: an allocation's slot, its source and its target.
- *  A slide (dst NULL, slide.h) moves the allocation down its own page to
+ *  A slide (dst NULL, slide.c) moves the allocation down its own page to
  *  offset slide_to, over free room and possibly over its own bytes; its
  *  slice node stays and takes the new offset when the pass commits.
  *  src, dst, slide_to and slot never change while the pass is open; fate
@@ -81,7 +81,7 @@ struct relo_pass {
     uint32_t max_moves;     /* 0 = no bound */
     relo_page **fences;     /* compaction sources, or the pages a slide pass packs;
                                unfenced when the pass closes */
-    bool slides;            /* a slide pass (slide.h): every move is a slide, every
+    bool slides;            /* a slide pass (slide.c): every move is a slide, every
                                fenced page is packed on commit */
     uint32_t fence_count, fence_cap;
     relo_finish *finishes;  /* the streams' finishes, taken at open */
@@ -234,5 +234,194 @@ static inline bool relo__pass_is_slide(const relo_device *device, const relo_sli
 {
     return slice->move != 0 && device->open_pass->moves[slice->move - 1].dst == NULL;
 }
+
+/* ---- the seed policy's trigger (relocation.c) ------------------------------
+ * When relocation is wanted (design §6.1): a cheap question
+ * asked before a reservation that may add pages. The bytes held across the
+ * device are summed only when the answer depends on them.
+ */
+
+/** The trigger's answer for the stream's arena: NONE, ARENA_FULL or
+ *  MEMORY_PRESSURE. */
+relo_reason relo__trigger(struct relo_stream *stream);
+
+/** Records that a relocation of this arena found nothing to move. */
+void relo__trigger_stall(relo_arena *arena);
+
+/** Clears the stall (something moved). */
+void relo__trigger_unstall(relo_arena *arena);
+
+/** The pressure rule: held + page > capacity - page (saturating). */
+bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
+
+/* ---- dense packing (compaction.c) ------------------------------------------
+ * Packing live allocations of the dense policy's pools
+ * (docs/design.md §10, docs/policy.md): the pages with the fewest live bytes are
+ * emptied into the free room of denser pages of the same pool, each page
+ * all-or-nothing, through the relocation pass machinery (same copy,
+ * abandon, leak and commit path; nothing moves while a stream records;
+ * guarded pages are never a source nor a target).
+ *
+ * Called with the device lock held.
+ */
+
+/**
+ * One compaction pass over pool (non-NULL), or over every dense pool of
+ * every stream (NULL). Stops once the pages it plans to empty add up to
+ * want bytes, or at the pass's bounds. With reason EXPLICIT (a reclaim)
+ * only pages at most 2/3 full are sources; otherwise any page that can be
+ * emptied is. Targets go into the free room of
+ * denser pages; with repaginate, the allocations of a page of a variable-
+ * page pool may also move to new pages of their own size when that gives
+ * back at least a granule. Emptied pages stay with their pool (empty,
+ * serving again); a cleanup gives them back.
+ * Returns the bytes of pages emptied (0: nothing moved).
+ */
+uint64_t relo__compact(relo_device *device, relo_pool *pool, uint64_t want, bool repaginate,
+                       relo_reason reason);
+
+/**
+ * Plans compaction of the dense pools of one stream (only non-NULL) or of
+ * every stream into pass, fencing its sources in the pass, until want bytes
+ * of pages would empty or the pass is full. Returns the bytes planned.
+ */
+uint64_t relo__compact_plan(struct relo_pass *pass, struct relo_stream *only, uint64_t want, bool repaginate);
+
+/**
+ * Compacts the dense pools of one stream (only non-NULL) or of every stream
+ * until want bytes of pages are empty and given back, or nothing more moves
+ * (at most a bounded number of passes). Returns bytes given back.
+ */
+uint64_t relo__compact_and_release(relo_device *device, struct relo_stream *only, uint64_t want,
+                                   bool repaginate, relo_reason reason);
+
+/**
+ * Makes one hole of at least length bytes in pool without a new page, for
+ * a request the device refused a page for: in the page where the fewest
+ * live bytes stand in the way, the allocations of the run of slices that
+ * would cover length move to the free room of the pool's other pages
+ * (all or none, one window per call). Returns whether anything moved.
+ * Nothing moves while relocation is not allowed. Device lock held.
+ */
+bool relo__compact_make_room(relo_device *device, relo_pool *pool, uint64_t length);
+
+/* ---- packing a page in place (slide.c) -------------------------------------
+ * Packing pages in place (docs/design.md §10, docs/policy.md):
+ * the live allocations of a dense pool's page slide toward its start, so its
+ * scattered free room becomes one run at its end. This is the move left when
+ * no other page has room to take a page's allocations: a request of the
+ * coalesced size then fits, and compaction finds whole holes to empty other
+ * pages into. A slide may land on its own bytes; its copies go in pieces no
+ * longer than the distance it slides, in order (relo_backend.h), and a
+ * refused piece has the landed ones played back before the pass abandons.
+ * Slides run as passes of their own, through the relocation pass
+ * (relocation.h): never while a stream records, guarded, pinned or
+ * transferring pages untouched, all or nothing.
+ *
+ * Called with the device lock held.
+ */
+
+/**
+ * Plans the slides that pack page (a page of pass's device that serves, with
+ * only movable live allocations) toward its start, fencing it in pass (a
+ * slide pass: pass->slides). Returns false, with nothing planned and the
+ * page not fenced, when nothing would move or host memory ran out.
+ */
+bool relo__slide_plan_page(struct relo_pass *pass, relo_page *page);
+
+/**
+ * For a request of length bytes the device refused a page for, in pool (a
+ * dense pool): when one page could hold the request once packed, packs the
+ * one that copies the fewest bytes; otherwise packs every page whose free
+ * room is scattered, fewest bytes to copy first, within the pass's bounds,
+ * so compaction can fill the runs that open. One pass, all or nothing.
+ * Nothing moves while relocation is not allowed. Returns whether anything
+ * moved. Device lock held.
+ */
+bool relo__slide_make_room(relo_device *device, relo_pool *pool, uint64_t length);
+
+/* ---- the release threshold (trim.c) ----------------------------------------
+ * The release threshold (relo_device_desc.release_threshold):
+ * which empty pages stay cached with their pools for later reservations,
+ * and which go back to the backend. Empty pages are counted as they come
+ * and go (relo_pool.bytes_empty, relo_device.bytes_empty), so deciding
+ * that nothing needs to go back costs O(1); giving pages back walks the
+ * pools of the streams.
+ *
+ * Called with the device lock held.
+ */
+
+#define RELO_TRIM_LIVE_DIVISOR 16u /* RELO_RELEASE_THRESHOLD_PROPORTIONAL: live / 16, ... */
+#define RELO_TRIM_POOLS 2u          /* ... at least a granule per dynamic pool (dense: fine, large;
+                                       seed: small, arena) of each stream */
+
+/** Bytes live on the device (requested sizes of live allocations). */
+uint64_t relo__trim_live(const relo_device *device);
+
+/** The threshold in force now, in bytes (the proportional rule resolved
+ *  against the bytes live now); UINT64_MAX when nothing goes back. */
+uint64_t relo__trim_threshold(const relo_device *device);
+
+/**
+ * Gives back empty pages of the sliced pools of one stream (only
+ * non-NULL) or of every stream while the device holds more than
+ * live + keep bytes. Pages that are guarded, fenced, queued to go back,
+ * or in a transfer stay. Returns the bytes given back. Does nothing while
+ * a stream records. The device lock is held; it is dropped while the
+ * backend frees the buffers (relo__device_free_buffers), so other threads
+ * may run meanwhile.
+ */
+uint64_t relo__trim(relo_device *device, struct relo_stream *only, uint64_t keep);
+
+/**
+ * The threshold's own rule, run at the end of relo_reserve: relo__trim to
+ * the threshold in force, when the device holds more than that above live
+ * and has empty pages that did not refuse to go last time. O(1) otherwise.
+ */
+void relo__trim_auto(relo_device *device);
+
+/* ---- when memory moves, and in which order (steps.c) -----------------------
+ * When memory moves, and in which order (steps.c): one call per
+ * occasion, the one place the order of relocation steps lives.
+ *
+ * Called with the device lock held; a call that moves memory drops it
+ * while it waits and copies, so other threads may run meanwhile.
+ */
+
+/** Before a reservation: queued pages go back; with may_relocate (an AUTO
+ *  reservation of some bytes) the seed policy's trigger may relocate. */
+void relo__steps_before_reserve(relo_device *device, relo_stream *stream, bool may_relocate);
+
+/** A layout that packs before a new page asked to (layout.h want_pack):
+ *  packs every stream's dense pools for page bytes. Returns true when
+ *  pages went back (or, within a release threshold, were emptied). */
+bool relo__steps_pack_before_page(relo_device *device, uint64_t page);
+
+/**
+ * A reservation of size bytes on stream was refused with st. For
+ * RELO_ERR_PAGE_SIZES_EXHAUSTED and RELO_ERR_OUT_OF_MEMORY (while no stream
+ * records) makes room in order and tries again through retry(ctx), which
+ * routes the same reservation; room_pool, when not NULL, is the pool the
+ * request goes to (dense), where a hole is cleared or pages are packed in
+ * place as the last steps. Returns retry's last status, or st untouched
+ * when nothing applies.
+ */
+relo_status relo__steps_refused(relo_device *device, relo_stream *stream, uint64_t size, relo_status st,
+                                relo_pool *room_pool, relo_status (*retry)(void *ctx), void *ctx);
+
+/** After a served reservation: the release threshold (trim.c). */
+void relo__steps_after_reserve(relo_device *device);
+
+/**
+ * Explicit cleanup of one stream (only non-NULL) or of every stream:
+ * relocates with reason EXPLICIT (when relocation is on and no pass is
+ * open), packs dense pools, gives back every empty unguarded page of those
+ * streams' pools, flushes the backend. Skipped while any stream records.
+ */
+void relo__steps_explicit(relo_device *device, relo_stream *only);
+
+/** Before a capture is prepared: outdated pages emptied and given back,
+ *  so none of them gets guarded. */
+void relo__steps_before_capture(relo_device *device);
 
 #endif /* RELO_RELOCATION_H */

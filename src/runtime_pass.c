@@ -8,7 +8,6 @@
  */
 #include <string.h>
 
-#include "compaction.h"
 #include "device.h"
 #include "hostmem.h"
 #include "relocation.h"

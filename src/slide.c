@@ -1,12 +1,11 @@
 /*
- * slide.c — packing a dense pool's pages in place (see slide.h). A page is
+ * slide.c — packing a dense pool's pages in place (see slide.c). A page is
  * planned as a whole: each live allocation above a free slice gets a slide
  * to the end of the allocations below it, in address order, so the targets
  * tile the page's start and the free room ends up as one run at its end
  * when the pass commits (relo__pool_page_pack). The page is fenced while
  * the pass is open, so its free room serves nothing meanwhile.
  */
-#include "slide.h"
 
 #include <stdlib.h>
 

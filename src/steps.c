@@ -11,11 +11,7 @@
  * Called with the device lock held; a step that moves memory drops it
  * while it waits and copies.
  */
-#include "compaction.h"
 #include "relocation.h"
-#include "slide.h"
-#include "steps.h"
-#include "trim.h"
 
 void relo__steps_before_reserve(relo_device *d, relo_stream *s, bool may_relocate)
 {
@@ -61,7 +57,7 @@ relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, r
      *    one hole of the request's size (moving the run with the fewest
      *    live bytes into other pages' room) and take it;
      * 4. where no other page has the room, pack pages in place so their
-     *    room joins up (slide.h), take it, or empty pages into the runs
+     *    room joins up (slide.c), take it, or empty pages into the runs
      *    that opened. */
     uint64_t padded;
     if (!relo__pad_size(size, d->alignment, UINT64_MAX, &padded)) return st;

@@ -11,7 +11,6 @@
 #include "device.h"
 #include "hostmem.h"
 #include "relocation.h"
-#include "steps.h"
 
 relo_status relo__stream_init(struct relo_stream *s, relo_device *d, void *backend_stream)
 {

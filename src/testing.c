@@ -6,7 +6,6 @@
 
 #include "device.h"
 #include "relocation.h"
-#include "trigger.h"
 
 relo_reason relo__testing_trigger(relo_stream *stream)
 {

@@ -12,7 +12,7 @@
 #include "device.h"
 #include "reason.h"
 #include "relo.h"
-#include "trigger.h"
+#include "relocation.h"
 
 /** What the trigger would answer before the next reservation on stream,
  *  without acting on it (may count one sum of held bytes). */

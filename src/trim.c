@@ -1,10 +1,9 @@
 /*
- * trim.c — the release threshold (see trim.h and relo.h): giving empty
+ * trim.c — the release threshold (see relocation.h and relo.h): giving empty
  * pages back to the backend once the device holds more than the bytes
  * live plus the threshold, and relo_trim, which does the same on request.
  * Nothing here moves an allocation; only pages with none go back.
  */
-#include "trim.h"
 
 #include "hostmem.h"
 #include "relocation.h"

@@ -18,9 +18,8 @@ layer_of() {
         free_index.h | free_index.c) echo 2 ;;
     pool.h | pool.c | sliced_pool.c | unsliced_pool.c | arena.h | arena.c) echo 3 ;;
     layout.h | layout_adaptive.c | layout_dense.c | layout_buckets.c) echo 4 ;;
-    relocation.h | relocation.c | compaction.h | compaction.c | slide.h | \
-        slide.c | trim.h | trim.c | trigger.h | trigger.c | runtime_pass.c | \
-        steps.h | steps.c | \
+    relocation.h | relocation.c | compaction.c | slide.c | trim.c | \
+        runtime_pass.c | steps.c | \
         stream.h | stream.c | device.h | device.c | capture.h | capture.c | \
         stats.h | stats.c | log.h | log.c | check.c | testing.h | testing.c) echo 5 ;;
     *) echo 0 ;;
