@@ -10,7 +10,6 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "free_tree.h"
 #include "hostmem.h"
 
 /* How many slices of one class a search compares before it settles. Among

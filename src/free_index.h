@@ -11,7 +11,7 @@
  *     it, found with two bit scans. No tree, no walk over the pool.
  *   - by address (address-ordered first fit, the seed policy's small and
  *     arena pools, whose acceptance behaviours count on the lowest page
- *     and lowest address that fits): the treap of free_tree.h, the one
+ *     and lowest address that fits): the treap of free_tree.c (below), the one
  *     structure that answers "lowest address with room for n" in
  *     O(log n).
  * Free neighbours are never found through the index: every page keeps its
@@ -26,7 +26,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "free_tree.h"
 #include "page.h"
 #include "relo.h"
 #include "util.h"
@@ -150,5 +149,32 @@ static inline void relo__free_index_remove(relo_free_index *index, relo_slice *s
     if (slice->right) slice->right->left = slice->left;
     slice->left = slice->right = NULL;
 }
+
+/* ---- the address treap (free_tree.c) ---------------------------------------
+ * The free slices of a first-fit pool in a treap keyed by (page order,
+ * offset) and augmented with the largest length in each subtree: the
+ * lowest page and lowest address that fits (which keeps later pages empty
+ * so they can go back) is one walk down the tree, O(log n) expected. A
+ * slice's length never changes while it is in the tree. */
+
+/** Inserts a free slice (its links are overwritten). */
+void relo__free_tree_insert(relo_slice **root, relo_slice *slice);
+
+/** Removes a slice that is in the tree. */
+void relo__free_tree_remove(relo_slice **root, relo_slice *slice);
+
+/**
+ * Restores the subtree maxima above a slice whose length (and, by address,
+ * offset) changed in place without passing any other slice of the tree in
+ * its order. Cheaper than a remove and an insert: one walk, no rotations.
+ */
+void relo__free_tree_refresh(relo_slice *root, relo_slice *slice);
+
+/** The lowest-address slice with length ≥ length, or NULL. */
+relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length);
+
+/** Checks order, heap and max_length invariants; counts nodes. Returns
+ *  false on the first broken one. */
+bool relo__free_tree_check(const relo_slice *root, uint64_t *count);
 
 #endif /* RELO_FREE_INDEX_H */

@@ -1,8 +1,8 @@
 /*
  * free_tree.c — a treap of free slices with subtree-maximum lengths (see
- * free_tree.h). Recursion depth is the treap's depth, O(log n) expected.
+ * free_index.h). Recursion depth is the treap's depth, O(log n) expected.
  */
-#include "free_tree.h"
+#include "free_index.h"
 
 #include <stddef.h>
 

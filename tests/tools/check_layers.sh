@@ -14,7 +14,7 @@ layer_of() {
     case $1 in
     util.h | hostmem.h | hostmem.c | reason.h | status.c | version.c | \
         releaser.h | releaser.c | backend/*) echo 1 ;;
-    page.h | slab.c | handle.h | handle.c | free_tree.h | free_tree.c | \
+    page.h | slab.c | handle.h | handle.c | free_tree.c | \
         free_index.h | free_index.c) echo 2 ;;
     pool.h | pool.c | sliced_pool.c | unsliced_pool.c | arena.h | arena.c) echo 3 ;;
     layout.h | layout_adaptive.c | layout_dense.c | layout_buckets.c) echo 4 ;;
