@@ -34,6 +34,33 @@
 #define RELO_FREE_SL_COUNT (1u << RELO_FREE_SL_LOG)
 #define RELO_FREE_FL_MAX (64u - RELO_FREE_SL_LOG)  /* first levels a uint64_t length needs */
 
+/* ---- the address treap (free_tree.c) ---------------------------------------
+ * The free slices of a first-fit pool in a treap keyed by (page order,
+ * offset) and augmented with the largest length in each subtree: the
+ * lowest page and lowest address that fits (which keeps later pages empty
+ * so they can go back) is one walk down the tree, O(log n) expected. A
+ * slice's length never changes while it is in the tree. */
+
+/** Inserts a free slice (its links are overwritten). */
+void relo__free_tree_insert(relo_slice **root, relo_slice *slice);
+
+/** Removes a slice that is in the tree. */
+void relo__free_tree_remove(relo_slice **root, relo_slice *slice);
+
+/**
+ * Restores the subtree maxima above a slice whose length (and, by address,
+ * offset) changed in place without passing any other slice of the tree in
+ * its order. Cheaper than a remove and an insert: one walk, no rotations.
+ */
+void relo__free_tree_refresh(relo_slice *root, relo_slice *slice);
+
+/** The lowest-address slice with length ≥ length, or NULL. */
+relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length);
+
+/** Checks order, heap and max_length invariants; counts nodes. Returns
+ *  false on the first broken one. */
+bool relo__free_tree_check(const relo_slice *root, uint64_t *count);
+
 typedef struct relo_free_index {
     bool by_size;               /* size classes (best fit) or the address treap */
     /* by address */
@@ -149,32 +176,5 @@ static inline void relo__free_index_remove(relo_free_index *index, relo_slice *s
     if (slice->right) slice->right->left = slice->left;
     slice->left = slice->right = NULL;
 }
-
-/* ---- the address treap (free_tree.c) ---------------------------------------
- * The free slices of a first-fit pool in a treap keyed by (page order,
- * offset) and augmented with the largest length in each subtree: the
- * lowest page and lowest address that fits (which keeps later pages empty
- * so they can go back) is one walk down the tree, O(log n) expected. A
- * slice's length never changes while it is in the tree. */
-
-/** Inserts a free slice (its links are overwritten). */
-void relo__free_tree_insert(relo_slice **root, relo_slice *slice);
-
-/** Removes a slice that is in the tree. */
-void relo__free_tree_remove(relo_slice **root, relo_slice *slice);
-
-/**
- * Restores the subtree maxima above a slice whose length (and, by address,
- * offset) changed in place without passing any other slice of the tree in
- * its order. Cheaper than a remove and an insert: one walk, no rotations.
- */
-void relo__free_tree_refresh(relo_slice *root, relo_slice *slice);
-
-/** The lowest-address slice with length ≥ length, or NULL. */
-relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length);
-
-/** Checks order, heap and max_length invariants; counts nodes. Returns
- *  false on the first broken one. */
-bool relo__free_tree_check(const relo_slice *root, uint64_t *count);
 
 #endif /* RELO_FREE_INDEX_H */
