@@ -68,6 +68,7 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
         /* The index is set up with the first page, for the longest slice
          * the pool may hold; allocating fails here, never on release. */
         relo_status ist = relo__free_index_init(&pool->free, pool->best_fit, relo__max(size, pool->page_size));
+        if (ist == RELO_OK) ist = relo__occupancy_init(&pool->occupancy);
         if (ist != RELO_OK) return ist;
     }
     if (pool->page_count == pool->page_cap) {
@@ -114,6 +115,7 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
 
     add_reserved(pool, size);
     add_empty(pool, page, true);
+    relo__occupancy_touch(&pool->occupancy, page);
     s->counters.backend_allocs++;
     d->counters.backend_allocs++;
     *out = page;
@@ -137,6 +139,7 @@ static void detach(relo_pool *pool, relo_page *page, relo_buffer_free *out, bool
     out->buffer = page->buffer;
     out->size = page->size;
     add_empty(pool, page, false);
+    relo__occupancy_remove(pool, page);
 
     uint32_t i = page->index;
     pool->pages[i] = pool->pages[--pool->page_count];
@@ -173,6 +176,8 @@ void relo__pool_page_release(relo_pool *pool, relo_page *page)
 
 uint32_t relo__pool_release_empty(relo_pool *pool)
 {
+    int64_t listed = pool->kind == RELO_POOL_SLICED ? relo__occupancy_release_empty(pool) : -1;
+    if (listed >= 0) return (uint32_t)listed;
     uint32_t released = 0;
     for (uint32_t i = pool->page_count; i-- > 0;) {
         relo_page *p = pool->pages[i];
@@ -225,6 +230,7 @@ void relo__pool_destroy(relo_pool *pool)
     pool->pages = NULL;
     pool->page_cap = 0;
     relo__free_index_destroy(&pool->free);
+    relo__occupancy_destroy(&pool->occupancy);
     pool->free_pages = NULL;
 }
 
@@ -248,6 +254,7 @@ void relo__pool_slice_take(relo_pool *pool, relo_slice *slice, uint64_t size, ui
         pool->bytes_in_use += size;
         pool->bytes_padding += slice->length - size;
     }
+    relo__occupancy_touch(&pool->occupancy, page);
 }
 
 /* Unlinks a slice from its page's list and gives its node back. */
@@ -317,6 +324,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
         slice->slot = 0;
         pool->stream->counters.bytes_leaked += slice->length;
         d->counters.bytes_leaked += slice->length;
+        relo__occupancy_touch(&pool->occupancy, page);
         return;
     }
     slice->state = RELO_SLICE_FREE;
@@ -325,6 +333,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
     page->occupied--;
     page->occupied_bytes -= slice->length;
     if (page->occupied == 0) add_empty(pool, page, true);
+    relo__occupancy_touch(&pool->occupancy, page);
 
     switch (pool->kind) {
     case RELO_POOL_SLICED:
@@ -374,6 +383,7 @@ void relo__pool_page_guard(relo_pool *pool, relo_page *page)
     bool was_serving = relo__page_serves(page);
     if (page->guards++ == 0) pool->guarded_pages++;
     if (was_serving) set_in_service(pool, page, false);
+    relo__occupancy_touch(&pool->occupancy, page);
 }
 
 void relo__pool_page_unguard(relo_pool *pool, relo_page *page)
@@ -383,6 +393,7 @@ void relo__pool_page_unguard(relo_pool *pool, relo_page *page)
     pool->guarded_pages--;
     if (!relo__page_serves(page)) return;
     set_in_service(pool, page, true);
+    relo__occupancy_touch(&pool->occupancy, page);
     after_back_in_service(pool, page);
 }
 
@@ -391,6 +402,7 @@ void relo__pool_page_fence(relo_pool *pool, relo_page *page)
     RELO_ASSERT(!page->fenced);
     if (relo__page_serves(page)) set_in_service(pool, page, false);
     page->fenced = true;
+    relo__occupancy_touch(&pool->occupancy, page);
 }
 
 void relo__pool_page_unfence(relo_pool *pool, relo_page *page)
@@ -399,6 +411,7 @@ void relo__pool_page_unfence(relo_pool *pool, relo_page *page)
     page->fenced = false;
     if (!relo__page_serves(page)) return;
     set_in_service(pool, page, true);
+    relo__occupancy_touch(&pool->occupancy, page);
     after_back_in_service(pool, page);
 }
 
@@ -502,6 +515,7 @@ bool relo__pool_check(const relo_pool *pool, const char **why)
         if (!relo__free_index_check(&pool->free, &indexed, why)) return false;
         if (indexed != free_slices) FAIL("free index does not hold exactly the free slices of serving pages");
     }
+    if (!relo__occupancy_check(pool, why)) return false;
     return true;
 #undef FAIL
 }
@@ -517,6 +531,7 @@ void relo__pool_slice_promote(relo_pool *pool, relo_slice *slice, uint64_t size,
     pool->allocations++;
     pool->bytes_in_use += size;
     pool->bytes_padding += slice->length - size;
+    relo__occupancy_touch(&pool->occupancy, slice->page);
 }
 
 void relo__pool_slice_leak(relo_pool *pool, relo_slice *slice)
@@ -575,4 +590,5 @@ void relo__pool_page_leak_free(relo_pool *pool, relo_page *page)
         pool->stream->counters.bytes_leaked += sl->length;
         pool->stream->device->counters.bytes_leaked += sl->length;
     }
+    relo__occupancy_touch(&pool->occupancy, page);
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "free_index.h"
+#include "occupancy.h"
 #include "page.h"
 
 struct relo_stream;
@@ -53,6 +54,7 @@ typedef struct relo_pool {
 
     relo_free_index free;       /* sliced: free slices of pages that serve */
     relo_page *free_pages;      /* exclusive, persistent: pages with no allocation */
+    relo_occupancy occupancy;   /* sliced: pages by how full they are, and the room that serves */
 
     double average;             /* exclusive: running average of request sizes */
     uint64_t reservations;      /* exclusive: reservations served */
