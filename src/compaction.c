@@ -38,7 +38,7 @@ static uint32_t class_candidates(relo_pool *pool, uint32_t cls, bool unhurried, 
     uint32_t n = 0;
     for (int dense = 0; dense < (unhurried ? 1 : 2); dense++) {
         for (relo_page *p = relo__occupancy_list(&pool->occupancy, cls, !dense); p; p = p->occ_next) {
-            pool->occupancy.visits++;
+            pool->occupancy.plan_visits++;
             if (!relo__page_serves(p)) continue;
             uint64_t live = relo__page_movable_bytes(p);
             if (!live) continue;

@@ -146,7 +146,7 @@ int64_t relo__occupancy_release_empty(relo_pool *pool)
     if (!go) return -1;
     uint32_t m = 0;
     for (relo_page *p = occ->empty; p; p = p->occ_next) {
-        occ->visits++;
+        occ->empty_visits++;
         if (p->guards == 0 && !p->pending && !p->fenced && !p->transfers) go[m++] = p;
     }
     /* Highest position first: each release moves the last page into the

@@ -57,7 +57,8 @@ typedef struct relo_occupancy {
     uint32_t dirty_count;           /* how many (at most RELO_OCC_TOUCHED_MAX) */
     uint64_t room;                  /* free bytes of the pages that serve, as the
                                        pages were when last settled */
-    uint64_t visits;                /* pages looked at through the index (tests) */
+    uint64_t plan_visits;           /* pages compaction planning took from the lists (tests) */
+    uint64_t empty_visits;          /* pages the release of empty pages took from its list (tests) */
 } relo_occupancy;
 
 /** The class of a page with live bytes; classes grow with live bytes. */
