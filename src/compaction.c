@@ -166,8 +166,19 @@ static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64
         for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
             relo_pool *pool = &d->streams[s]->dense[k];
             uint64_t before = pool->bytes_reserved;
+            relo_page **go;
+            int64_t n;
             if (keep == 0) {
                 relo__pool_release_empty(pool);
+            } else if ((n = relo__occupancy_empty_pages(pool, &go)) >= 0) {
+                /* The pages a walk down every page would give back, in
+                 * its order, from the pool's empty list. */
+                for (int64_t i = 0; i < n; i++) {
+                    uint64_t live = relo__trim_live(d);
+                    if (d->bytes_reserved <= live || d->bytes_reserved - live <= keep) break;
+                    relo__pool_page_release(pool, go[i]);
+                }
+                relo__free(go);
             } else {
                 for (uint32_t i = pool->page_count; i-- > 0 && pool->bytes_empty;) {
                     relo_page *p = pool->pages[i];

@@ -135,9 +135,10 @@ static int by_index_desc(const void *a, const void *b)
     return x->index < y->index ? 1 : (x->index > y->index ? -1 : 0);
 }
 
-int64_t relo__occupancy_release_empty(relo_pool *pool)
+int64_t relo__occupancy_empty_pages(relo_pool *pool, relo_page ***out)
 {
     relo_occupancy *occ = &pool->occupancy;
+    *out = NULL;
     relo__occupancy_settle(pool);
     uint32_t n = 0;
     for (const relo_page *p = occ->empty; p; p = p->occ_next) n++;
@@ -152,7 +153,19 @@ int64_t relo__occupancy_release_empty(relo_pool *pool)
     /* Highest position first: each release moves the last page into the
      * hole, and that page, higher than every page still to go, stays. */
     qsort(go, m, sizeof *go, by_index_desc);
-    for (uint32_t i = 0; i < m; i++) relo__pool_page_release(pool, go[i]);
+    if (m == 0) {
+        relo__free(go);
+        go = NULL;
+    }
+    *out = go;
+    return m;
+}
+
+int64_t relo__occupancy_release_empty(relo_pool *pool)
+{
+    relo_page **go;
+    int64_t m = relo__occupancy_empty_pages(pool, &go);
+    for (int64_t i = 0; i < m; i++) relo__pool_page_release(pool, go[i]);
     relo__free(go);
     return m;
 }

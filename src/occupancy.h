@@ -117,6 +117,14 @@ static inline relo_page *relo__occupancy_list(const relo_occupancy *occ, uint32_
     return occ->lists[2u * cls + (sparse ? 0u : 1u)];
 }
 
+/** Settles, then lists the empty pages of a sliced pool that nothing
+ *  holds (no guard, not pending, no fence, no transfer) in *out (to be
+ *  freed with relo__free), highest position first: the order of a walk
+ *  down every page, so that giving them back in it leaves each page that
+ *  stays where that walk would. Returns how many (*out NULL when none),
+ *  or -1 when host memory ran out. */
+int64_t relo__occupancy_empty_pages(struct relo_pool *pool, relo_page ***out);
+
 /** Settles, then gives back every empty page of a sliced pool that
  *  nothing holds (no guard, not pending, no fence, no transfer), in the
  *  order the walk over
