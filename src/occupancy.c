@@ -20,7 +20,7 @@ relo_status relo__occupancy_init(relo_occupancy *occ)
 
 void relo__occupancy_destroy(relo_occupancy *occ)
 {
-    RELO_ASSERT(occ->room == 0 && occ->empty == NULL);
+    RELO_ASSERT(occ->room == 0 && occ->empty == NULL && occ->dirty == NULL);
     relo__free(occ->lists);
     occ->lists = NULL;
     for (uint32_t i = 0; i < RELO_OCC_WORDS; i++) occ->bitmap[i] = 0;
