@@ -27,7 +27,7 @@ static uint64_t repagination_gain(const relo_pool *pool, const relo_page *page)
 }
 
 /* Free room of spill's pages that serve (0 without spill). */
-static uint64_t spill_room(const relo_pool *spill) { return spill ? spill->occupancy.room : 0; }
+static uint64_t spill_room(relo_pool *spill) { return spill ? relo__occupancy_room(spill) : 0; }
 
 /* The pages of class cls of pool that a pass may empty now (they serve
  * and everything on them can move; unhurried: sparse ones only) into
@@ -68,9 +68,9 @@ static uint32_t class_candidates(relo_pool *pool, uint32_t cls, bool unhurried, 
 static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, uint64_t want, bool repaginate)
 {
     if (pool->page_count == 0) return 0;
-    relo__occupancy_settle(pool);
-    if (spill) relo__occupancy_settle(spill);
-    uint64_t room = spill_room(spill) + pool->occupancy.room; /* free bytes on pages that may take targets */
+    /* Free bytes on pages that may take targets; reading them settles
+     * both indexes, so the classes below are up to date too. */
+    uint64_t room = spill_room(spill) + relo__occupancy_room(pool);
     /* Emptying a page gives back its free room at the cost of copying
      * what lives on it. A reclaim, which nothing is waiting on, empties
      * only pages at most 2/3 full (the index's sparse lists), so it does

@@ -106,6 +106,12 @@ void relo__occupancy_settle(relo_pool *pool)
     while (occ->dirty) settle_oldest(occ);
 }
 
+uint64_t relo__occupancy_room(relo_pool *pool)
+{
+    relo__occupancy_settle(pool);
+    return pool->occupancy.room;
+}
+
 void relo__occupancy_remove(relo_pool *pool, relo_page *page)
 {
     relo_occupancy *occ = &pool->occupancy;

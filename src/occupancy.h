@@ -101,6 +101,10 @@ static inline void relo__occupancy_touch(relo_occupancy *occ, relo_page *page)
  *  last settle. O(pages touched). */
 void relo__occupancy_settle(struct relo_pool *pool);
 
+/** Free bytes of the pages of pool that serve (no guard, no fence), with
+ *  the index settled first: the one way to read the room. */
+uint64_t relo__occupancy_room(struct relo_pool *pool);
+
 /** Takes page out of the index (it leaves its pool). */
 void relo__occupancy_remove(struct relo_pool *pool, relo_page *page);
 
