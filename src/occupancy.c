@@ -130,7 +130,7 @@ uint32_t relo__occupancy_next_class(const relo_occupancy *occ, uint32_t from, bo
     for (uint32_t w = bit / 64; w < RELO_OCC_WORDS; w++) {
         uint64_t word = occ->bitmap[w] & mask;
         if (w == bit / 64) word &= UINT64_MAX << (bit % 64);
-        if (word) return (w * 64u + (uint32_t)__builtin_ctzll(word)) / 2u;
+        if (word) return (w * 64u + relo__log2(word & (~word + 1u))) / 2u; /* lowest set bit */
     }
     return RELO_OCC_CLASSES;
 }
