@@ -22,6 +22,16 @@ static inline uint64_t bench_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time of the whole process (every thread), for ratios that other
+ * processes on a shared machine should not skew the way they skew wall
+ * time. */
+static inline uint64_t bench_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* xorshift64*: fixed seeds give the same workload on every run. */
 static inline uint64_t bench_rand(uint64_t *s)
 {

@@ -7,11 +7,14 @@
  *    malloc/free of the same sizes. Median ns per pair and the ratio
  *    relo / malloc. Issue target: <= 100 ns per pair.
  * 2. Scaling: the same pairs with 1,000,000 allocations live versus 1,000
- *    live. Target: ratio <= 1.5.
+ *    live, in CPU time, the two devices alternating round by round, for
+ *    the dense policy (the default) and the seed policy. Target: the
+ *    median of each round's ratio <= 1.2.
  *
  * Options: bench_core [runs] [pairs per run]   (defaults 15, 200000)
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,12 +44,14 @@ static uint64_t *make_sizes(size_t n, uint64_t seed)
     return v;
 }
 
-static relo_device *make_device(relo_stream **stream)
+static relo_device *make_device(relo_policy policy, relo_stream **stream)
 {
     relo_host_desc hd = {0};       /* capacity unlimited, max page 1 GiB */
     relo_backend *be = NULL;
     relo_device *dev = NULL;
-    if (relo_backend_sim_create(&hd, &be) != RELO_OK || relo_device_create(NULL, be, &dev) != RELO_OK ||
+    relo_device_desc dd = {0};
+    dd.policy = policy;
+    if (relo_backend_sim_create(&hd, &be) != RELO_OK || relo_device_create(&dd, be, &dev) != RELO_OK ||
         relo_stream_create(dev, NULL, stream) != RELO_OK) {
         fprintf(stderr, "cannot create a sim device\n");
         exit(1);
@@ -54,10 +59,10 @@ static relo_device *make_device(relo_stream **stream)
     return dev;
 }
 
-/* ns per reserve+release pair over sizes[0..n). */
-static double relo_pairs(relo_device *dev, relo_stream *s, const uint64_t *sizes, size_t n)
+/* ns per reserve+release pair over sizes[0..n), wall or CPU time. */
+static double relo_pairs_timed(relo_device *dev, relo_stream *s, const uint64_t *sizes, size_t n, bool cpu)
 {
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = cpu ? bench_cpu_ns() : bench_now_ns();
     for (size_t i = 0; i < n; i++) {
         relo_handle h;
         relo_status st = relo_reserve(s, sizes[i], &h);
@@ -67,7 +72,12 @@ static double relo_pairs(relo_device *dev, relo_stream *s, const uint64_t *sizes
         }
         relo_release(dev, h);
     }
-    return (double)(bench_now_ns() - t0) / (double)n;
+    return (double)((cpu ? bench_cpu_ns() : bench_now_ns()) - t0) / (double)n;
+}
+
+static double relo_pairs(relo_device *dev, relo_stream *s, const uint64_t *sizes, size_t n)
+{
+    return relo_pairs_timed(dev, s, sizes, n, false);
 }
 
 static double malloc_pairs(const uint64_t *sizes, size_t n)
@@ -103,6 +113,44 @@ static void depopulate(relo_device *dev, relo_handle *h, size_t live)
     free(h);
 }
 
+/* Part 2 for one policy: pairs on a device with 1,000 live and one with
+ * 1,000,000 live, alternating round by round so drift hits both alike,
+ * in CPU time; few, many and ratio hold runs samples each. */
+static void scaling(relo_policy policy, const char *name, const uint64_t *sizes, size_t pairs, int runs,
+                    double *few, double *many, double *ratio)
+{
+    const size_t small_live = 1000, big_live = 1000000;
+    relo_stream *s1, *s2;
+    relo_device *d1 = make_device(policy, &s1), *d2 = make_device(policy, &s2);
+    uint64_t t0 = bench_now_ns();
+    relo_handle *h1 = populate(d1, s1, small_live);
+    relo_handle *h2 = populate(d2, s2, big_live);
+    relo_stats st;
+    relo_device_stats(d2, &st);
+    printf("\nreserve+release pair with allocations live, %s policy, CPU time\n", name);
+    printf("  (populated 1,000 + 1,000,000 live in %.2f s; the 1M-live device holds %llu pages, %.1f GiB simulated)\n",
+           (double)(bench_now_ns() - t0) * 1e-9, (unsigned long long)st.pages,
+           (double)st.bytes_reserved / (double)(1u << 30));
+    relo_pairs_timed(d1, s1, sizes, pairs, true); /* warm-up */
+    relo_pairs_timed(d2, s2, sizes, pairs, true);
+    for (int r = 0; r < runs; r++) {
+        few[r] = relo_pairs_timed(d1, s1, sizes, pairs, true);
+        many[r] = relo_pairs_timed(d2, s2, sizes, pairs, true);
+        ratio[r] = many[r] / few[r];
+    }
+    bench_print("1,000 live", "ns", bench_summarize(few, runs));
+    bench_print("1,000,000 live", "ns", bench_summarize(many, runs));
+    bench_summary r = bench_summarize(ratio, runs);
+    printf("  %-44s %.3f  [p10 %.3f, p90 %.3f]   (target <= 1.2)\n", "ratio 1,000,000 live / 1,000 live", r.median,
+           r.p10, r.p90);
+    depopulate(d1, h1, small_live);
+    depopulate(d2, h2, big_live);
+    relo_stream_destroy(s1);
+    relo_stream_destroy(s2);
+    relo_device_destroy(d1);
+    relo_device_destroy(d2);
+}
+
 int main(int argc, char **argv)
 {
     int runs = argc > 1 ? atoi(argv[1]) : 15;
@@ -119,7 +167,7 @@ int main(int argc, char **argv)
 
     /* 1. reserve+release pairs vs malloc/free. */
     relo_stream *s;
-    relo_device *dev = make_device(&s);
+    relo_device *dev = make_device(RELO_POLICY_DEFAULT, &s);
     relo_pairs(dev, s, sizes, pairs);      /* warm-up: pools grown, pages held */
     malloc_pairs(sizes, pairs);
     for (int r = 0; r < runs; r++) {
@@ -135,37 +183,12 @@ int main(int argc, char **argv)
     relo_stream_destroy(s);
     relo_device_destroy(dev);
 
-    /* 2. the same pairs with 1,000 and with 1,000,000 allocations live,
-     *    alternating between two devices so drift hits both alike. */
-    const size_t small_live = 1000, big_live = 1000000;
-    relo_stream *s1, *s2;
-    relo_device *d1 = make_device(&s1), *d2 = make_device(&s2);
-    uint64_t t0 = bench_now_ns();
-    relo_handle *h1 = populate(d1, s1, small_live);
-    relo_handle *h2 = populate(d2, s2, big_live);
-    printf("\npopulated 1,000 + 1,000,000 live allocations in %.2f s\n",
-           (double)(bench_now_ns() - t0) * 1e-9);
-    relo_stats st;
-    relo_device_stats(d2, &st);
-    printf("  1M-live device: %llu pages, %.1f GiB reserved (simulated)\n", (unsigned long long)st.pages,
-           (double)st.bytes_reserved / (double)(1u << 30));
-    relo_pairs(d1, s1, sizes, pairs);
-    relo_pairs(d2, s2, sizes, pairs);
-    for (int r = 0; r < runs; r++) {
-        a[r] = relo_pairs(d1, s1, sizes, pairs);
-        b[r] = relo_pairs(d2, s2, sizes, pairs);
-    }
-    bench_summary few = bench_summarize(a, runs), many = bench_summarize(b, runs);
-    printf("\nreserve+release pair with allocations live\n");
-    bench_print("1,000 live", "ns", few);
-    bench_print("1,000,000 live", "ns", many);
-    bench_ratio("ratio 1,000,000 live / 1,000 live (medians)", many.median / few.median, "<= 1.5");
-    depopulate(d1, h1, small_live);
-    depopulate(d2, h2, big_live);
-    relo_stream_destroy(s1);
-    relo_stream_destroy(s2);
-    relo_device_destroy(d1);
-    relo_device_destroy(d2);
+    /* 2. the same pairs with 1,000 and with 1,000,000 allocations live. */
+    double *ratio = malloc((size_t)runs * sizeof *ratio);
+    if (!ratio) return 1;
+    scaling(RELO_POLICY_DENSE, "dense (the default)", sizes, pairs, runs, a, b, ratio);
+    scaling(RELO_POLICY_SEED, "seed", sizes, pairs, runs, a, b, ratio);
+    free(ratio);
     free(sizes);
     free(a);
     free(b);

@@ -83,6 +83,7 @@ static relo_status grow(relo_arena *arena, uint64_t size, uint64_t page,
         arena->slots[i] = NULL;
         relo__free(pool->pages);
         relo__free_index_destroy(&pool->free);
+        relo__occupancy_destroy(&pool->occupancy);
         relo__free(pool);
         return st;
     }
@@ -118,6 +119,7 @@ void relo__arena_drop_empty_pools(relo_arena *arena)
         if (!p || !p->outdated || p->page_count) continue;
         relo__free(p->pages);
         relo__free_index_destroy(&p->free);
+        relo__occupancy_destroy(&p->occupancy);
         relo__free(p);
         arena->slots[i] = NULL;
         arena->pool_count--;

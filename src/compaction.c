@@ -24,12 +24,32 @@ static uint64_t repagination_gain(const relo_pool *pool, const relo_page *page)
 }
 
 /* Free room of spill's pages that serve (0 without spill). */
-static uint64_t spill_room(const relo_pool *spill)
+static uint64_t spill_room(relo_pool *spill) { return spill ? relo__occupancy_room(spill) : 0; }
+
+/* The pages of class cls of pool that a pass may empty now (they serve
+ * and everything on them can move; unhurried: sparse ones only) into
+ * *c, grown as needed. Returns how many, or UINT32_MAX when host memory
+ * ran out. */
+static uint32_t class_candidates(relo_pool *pool, uint32_t cls, bool unhurried, relo_candidate **c, uint32_t *cap)
 {
-    uint64_t room = 0;
-    for (uint32_t i = 0; spill && i < spill->page_count; i++)
-        if (relo__page_serves(spill->pages[i])) room += spill->pages[i]->size - spill->pages[i]->occupied_bytes;
-    return room;
+    uint32_t n = 0;
+    for (int dense = 0; dense < (unhurried ? 1 : 2); dense++) {
+        for (relo_page *p = relo__occupancy_list(&pool->occupancy, cls, !dense); p; p = p->occ_next) {
+            pool->occupancy.plan_visits++;
+            if (!relo__page_serves(p)) continue;
+            uint64_t live = relo__page_movable_bytes(p);
+            if (!live) continue;
+            if (n == *cap) {
+                uint32_t more = *cap ? *cap * 2 : 64;
+                relo_candidate *grown = relo__realloc(*c, more * sizeof *grown);
+                if (!grown) return UINT32_MAX;
+                *c = grown;
+                *cap = more;
+            }
+            (*c)[n++] = (relo_candidate){p, live};
+        }
+    }
+    return n;
 }
 
 /* Plans the emptying of pool's sparsest pages; returns page bytes planned.
@@ -37,58 +57,65 @@ static uint64_t spill_room(const relo_pool *spill)
  * of spill's pages (non-NULL under pressure: the large pool, whose room
  * serves any size); with repaginate, a page whose allocations do not fit
  * there may move them to new pages of their own size when that gives back
- * at least a granule. */
+ * at least a granule. Pages are taken fewest live bytes first (then lowest
+ * order) from the pool's occupancy index: its classes, visited upwards,
+ * are in that order, and only the pages of a class visited are ordered,
+ * so a pass that stops early, or a reclaim that finds few sparse pages,
+ * never looks at the rest. */
 static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, uint64_t want, bool repaginate)
 {
     if (pool->page_count == 0) return 0;
-    relo_candidate *c = relo__malloc(pool->page_count * sizeof *c);
-    if (!c) return 0; /* compaction needs memory; moving nothing is safe */
-    uint32_t n = 0;
-    uint64_t room = spill_room(spill); /* free bytes on pages that may take targets */
+    /* Free bytes on pages that may take targets; reading them settles
+     * both indexes, so the classes below are up to date too. */
+    uint64_t room = spill_room(spill) + relo__occupancy_room(pool);
     /* Emptying a page gives back its free room at the cost of copying
      * what lives on it. A reclaim, which nothing is waiting on, empties
-     * only pages at most 2/3 full, so it does not shuffle dense pages
-     * from one to the next; packing for a page needed now takes any. A
-     * page too full now stays too full this pass (targets only add to
-     * it), so it is no candidate at all: no heap holds the dense pages. */
+     * only pages at most 2/3 full (the index's sparse lists), so it does
+     * not shuffle dense pages from one to the next; packing for a page
+     * needed now takes any. A page too full now stays too full this pass
+     * (targets only add to it), so it is no candidate at all. */
     bool unhurried = pass->reason == RELO_REASON_EXPLICIT || pass->reason == RELO_REASON_RUNTIME;
-    for (uint32_t i = 0; i < pool->page_count; i++) {
-        relo_page *p = pool->pages[i];
-        if (!relo__page_serves(p)) continue;
-        uint64_t own_room = p->size - p->occupied_bytes;
-        room += own_room;
-        if (unhurried && own_room < p->occupied_bytes / 2) continue;
-        uint64_t live = relo__page_movable_bytes(p);
-        if (live) c[n++] = (relo_candidate){p, live};
-    }
-    /* Fewest live bytes first, taken from a heap: a pass usually stops
-     * long before the last page, so sorting them all would be waste. */
-    relo__candidates_heapify(c, n);
     repaginate = repaginate && pool->variable_pages;
     uint64_t emptied = 0;
-    while (n > 0 && emptied < want) {
-        relo_candidate next = relo__candidates_pop(c, &n);
-        relo_page *p = next.page;
-        if (relo__pass_full(pass, next.live_bytes)) break;
-        /* A page that took targets of an earlier source this pass keeps
-         * them: emptying it is no longer possible. */
-        if (relo__page_movable_bytes(p) == 0) continue;
-        uint64_t own_room = p->size - p->occupied_bytes;
-        if (unhurried && own_room < p->occupied_bytes / 2) continue;
-        bool may_fit = room - own_room >= p->occupied_bytes;
-        /* Re-pagination walks the page: asked only when the room cannot do. */
-        int worth_pages = -1; /* not asked yet */
-        if (!may_fit && !(worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule)) continue;
-        if (!relo__pass_fence(pass, p)) break;
-        bool planned = may_fit && relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_NONE);
-        if (!planned && may_fit && spill) planned = relo__pass_plan_page(pass, spill, p, RELO_NEW_PAGE_NONE);
-        if (!planned && worth_pages < 0) worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule;
-        if (!planned && worth_pages > 0) planned = relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_EXACT);
-        if (planned) {
-            room -= relo__min(room, own_room + p->occupied_bytes);
-            emptied += p->size;
-        } else {
-            relo__pass_unfence_last(pass);
+    relo_candidate *c = NULL;
+    uint32_t cap = 0;
+    bool stop = false;
+    for (uint32_t cls = relo__occupancy_next_class(&pool->occupancy, 0, unhurried);
+         cls < RELO_OCC_CLASSES && !stop && emptied < want;
+         cls = relo__occupancy_next_class(&pool->occupancy, cls + 1, unhurried)) {
+        uint32_t n = class_candidates(pool, cls, unhurried, &c, &cap);
+        if (n == UINT32_MAX) break; /* compaction needs memory; moving nothing more is safe */
+        relo__candidates_heapify(c, n);
+        while (n > 0 && emptied < want) {
+            relo_candidate next = relo__candidates_pop(c, &n);
+            relo_page *p = next.page;
+            if (relo__pass_full(pass, next.live_bytes)) {
+                stop = true;
+                break;
+            }
+            /* A page that took targets of an earlier source this pass keeps
+             * them: emptying it is no longer possible. */
+            if (relo__page_movable_bytes(p) == 0) continue;
+            uint64_t own_room = p->size - p->occupied_bytes;
+            if (unhurried && own_room < p->occupied_bytes / 2) continue;
+            bool may_fit = room - own_room >= p->occupied_bytes;
+            /* Re-pagination walks the page: asked only when the room cannot do. */
+            int worth_pages = -1; /* not asked yet */
+            if (!may_fit && !(worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule)) continue;
+            if (!relo__pass_fence(pass, p)) {
+                stop = true;
+                break;
+            }
+            bool planned = may_fit && relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_NONE);
+            if (!planned && may_fit && spill) planned = relo__pass_plan_page(pass, spill, p, RELO_NEW_PAGE_NONE);
+            if (!planned && worth_pages < 0) worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule;
+            if (!planned && worth_pages > 0) planned = relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_EXACT);
+            if (planned) {
+                room -= relo__min(room, own_room + p->occupied_bytes);
+                emptied += p->size;
+            } else {
+                relo__pass_unfence_last(pass);
+            }
         }
     }
     relo__free(c);
@@ -137,8 +164,19 @@ static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64
         for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
             relo_pool *pool = &d->streams[s]->layout.dense.pools[k];
             uint64_t before = pool->bytes_reserved;
+            relo_page **go;
+            int64_t n;
             if (keep == 0) {
                 relo__pool_release_empty(pool);
+            } else if ((n = relo__occupancy_empty_pages(pool, &go)) >= 0) {
+                /* The pages a walk down every page would give back, in
+                 * its order, from the pool's empty list. */
+                for (int64_t i = 0; i < n; i++) {
+                    uint64_t live = relo__trim_live(d);
+                    if (d->held.bytes_reserved <= live || d->held.bytes_reserved - live <= keep) break;
+                    relo__pool_page_release(pool, go[i]);
+                }
+                relo__free(go);
             } else {
                 for (uint32_t i = pool->page_count; i-- > 0 && pool->bytes_empty;) {
                     relo_page *p = pool->pages[i];

@@ -90,6 +90,7 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
         /* The index is set up with the first page, for the longest slice
          * the pool may hold; allocating fails here, never on release. */
         relo_status ist = relo__free_index_init(&pool->free, pool->best_fit, relo__max(size, pool->page_size));
+        if (ist == RELO_OK) ist = relo__occupancy_init(&pool->occupancy);
         if (ist != RELO_OK) return ist;
     }
     if (pool->page_count == pool->page_cap) {
@@ -137,6 +138,7 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
 
     add_reserved(pool, size);
     add_empty(pool, page, true);
+    relo__occupancy_touch(&pool->occupancy, page);
     for (int i = 0; i < 2; i++) home->held[i]->counters.backend_allocs++;
     *out = page;
     return RELO_OK;
@@ -157,6 +159,7 @@ static void detach(relo_pool *pool, relo_page *page, relo_buffer_free *out, bool
     out->buffer = page->buffer;
     out->size = page->size;
     add_empty(pool, page, false);
+    relo__occupancy_remove(pool, page);
 
     uint32_t i = page->index;
     pool->pages[i] = pool->pages[--pool->page_count];
@@ -187,6 +190,8 @@ void relo__pool_page_release(relo_pool *pool, relo_page *page)
 
 uint32_t relo__pool_release_empty(relo_pool *pool)
 {
+    int64_t listed = pool->kind == RELO_POOL_SLICED ? relo__occupancy_release_empty(pool) : -1;
+    if (listed >= 0) return (uint32_t)listed;
     uint32_t released = 0;
     for (uint32_t i = pool->page_count; i-- > 0;) {
         relo_page *p = pool->pages[i];
@@ -238,6 +243,7 @@ void relo__pool_destroy(relo_pool *pool)
     pool->pages = NULL;
     pool->page_cap = 0;
     relo__free_index_destroy(&pool->free);
+    relo__occupancy_destroy(&pool->occupancy);
     pool->free_pages = NULL;
 }
 
@@ -261,6 +267,7 @@ void relo__pool_slice_take(relo_pool *pool, relo_slice *slice, uint64_t size, ui
         pool->bytes_in_use += size;
         pool->bytes_padding += slice->length - size;
     }
+    relo__occupancy_touch(&pool->occupancy, page);
 }
 
 /* Unlinks a slice from its page's list and gives its node back. */
@@ -328,6 +335,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
         slice->state = RELO_SLICE_LEAKED;
         slice->slot = 0;
         add_leaked(pool, slice->length);
+        relo__occupancy_touch(&pool->occupancy, page);
         return;
     }
     slice->state = RELO_SLICE_FREE;
@@ -336,6 +344,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
     page->occupied--;
     page->occupied_bytes -= slice->length;
     if (page->occupied == 0) add_empty(pool, page, true);
+    relo__occupancy_touch(&pool->occupancy, page);
 
     switch (pool->kind) {
     case RELO_POOL_SLICED:
@@ -384,6 +393,7 @@ void relo__pool_page_guard(relo_pool *pool, relo_page *page)
     bool was_serving = relo__page_serves(page);
     if (page->guards++ == 0) pool->guarded_pages++;
     if (was_serving) set_in_service(pool, page, false);
+    relo__occupancy_touch(&pool->occupancy, page);
 }
 
 void relo__pool_page_unguard(relo_pool *pool, relo_page *page)
@@ -393,6 +403,7 @@ void relo__pool_page_unguard(relo_pool *pool, relo_page *page)
     pool->guarded_pages--;
     if (!relo__page_serves(page)) return;
     set_in_service(pool, page, true);
+    relo__occupancy_touch(&pool->occupancy, page);
     after_back_in_service(pool, page);
 }
 
@@ -401,6 +412,7 @@ void relo__pool_page_fence(relo_pool *pool, relo_page *page)
     RELO_ASSERT(!page->fenced);
     if (relo__page_serves(page)) set_in_service(pool, page, false);
     page->fenced = true;
+    relo__occupancy_touch(&pool->occupancy, page);
 }
 
 void relo__pool_page_unfence(relo_pool *pool, relo_page *page)
@@ -409,6 +421,7 @@ void relo__pool_page_unfence(relo_pool *pool, relo_page *page)
     page->fenced = false;
     if (!relo__page_serves(page)) return;
     set_in_service(pool, page, true);
+    relo__occupancy_touch(&pool->occupancy, page);
     after_back_in_service(pool, page);
 }
 
@@ -500,6 +513,7 @@ bool relo__pool_check(const relo_pool *pool, const relo_pool_checker *checker, c
         if (!relo__free_index_check(&pool->free, &indexed, why)) return false;
         if (indexed != free_slices) FAIL("free index does not hold exactly the free slices of serving pages");
     }
+    if (!relo__occupancy_check(pool, why)) return false;
     return true;
 #undef FAIL
 }
@@ -515,6 +529,7 @@ void relo__pool_slice_promote(relo_pool *pool, relo_slice *slice, uint64_t size,
     pool->allocations++;
     pool->bytes_in_use += size;
     pool->bytes_padding += slice->length - size;
+    relo__occupancy_touch(&pool->occupancy, slice->page);
 }
 
 void relo__pool_slice_leak(relo_pool *pool, relo_slice *slice)
@@ -571,4 +586,5 @@ void relo__pool_page_leak_free(relo_pool *pool, relo_page *page)
         page->occupied_bytes += sl->length;
         add_leaked(pool, sl->length);
     }
+    relo__occupancy_touch(&pool->occupancy, page);
 }

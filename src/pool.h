@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "free_index.h"
 #include "handle.h"
+#include "occupancy.h"
 #include "page.h"
 #include "releaser.h"
 
@@ -99,6 +100,7 @@ typedef struct relo_pool {
 
     relo_free_index free;       /* sliced: free slices of pages that serve */
     relo_page *free_pages;      /* exclusive, persistent: pages with no allocation */
+    relo_occupancy occupancy;   /* sliced: pages by how full they are, and the room that serves */
 
     double average;             /* exclusive: running average of request sizes */
     uint64_t reservations;      /* exclusive: reservations served */

@@ -23,6 +23,23 @@ uint64_t relo__testing_held_sums(relo_device *device)
     return n;
 }
 
+static void add_visits(relo_pool *pool, void *user)
+{
+    uint64_t *n = user;
+    n[0] += pool->occupancy.plan_visits;
+    n[1] += pool->occupancy.empty_visits;
+}
+
+void relo__testing_occupancy_visits(relo_stream *stream, uint64_t *plan, uint64_t *empty)
+{
+    uint64_t n[2] = {0, 0};
+    relo__device_lock(stream->device);
+    relo__stream_each_pool(stream, add_visits, n);
+    relo__device_unlock(stream->device);
+    *plan = n[0];
+    *empty = n[1];
+}
+
 uint64_t relo__testing_page_size(relo_stream *stream)
 {
     relo__device_lock(stream->device);

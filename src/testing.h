@@ -21,6 +21,11 @@ relo_reason relo__testing_trigger(relo_stream *stream);
 /** How many times the bytes held across every stream were summed. */
 uint64_t relo__testing_held_sums(relo_device *device);
 
+/** Pages compaction planning (*plan) and the release of empty pages
+ *  (*empty) took from the occupancy indexes of stream's sliced pools since
+ *  it was created: what a reclaim looks at, as against the pages held. */
+void relo__testing_occupancy_visits(relo_stream *stream, uint64_t *plan, uint64_t *empty);
+
 /** The arena's current page size; 0 before the arena made a pool. */
 uint64_t relo__testing_page_size(relo_stream *stream);
 

@@ -16,7 +16,8 @@ layer_of() {
         releaser.h | releaser.c | backend/*) echo 1 ;;
     page.h | slab.c | handle.h | handle.c | free_tree.c | \
         free_index.h | free_index.c) echo 2 ;;
-    pool.h | pool.c | sliced_pool.c | unsliced_pool.c | arena.h | arena.c) echo 3 ;;
+    pool.h | pool.c | occupancy.h | occupancy.c | sliced_pool.c | unsliced_pool.c | arena.h | \
+        arena.c) echo 3 ;;
     layout.h | layout_adaptive.c | layout_dense.c | layout_buckets.c) echo 4 ;;
     relocation.h | relocation.c | compaction.c | slide.c | trim.c | \
         runtime_pass.c | steps.c | \

@@ -1,0 +1,233 @@
+/*
+ * occupancy.c — the pages of a sliced pool by how full they are (see
+ * occupancy.h). Every list is doubly linked through the page, so a page
+ * changes list in O(1); a bitmap over the lists finds the next class that
+ * holds pages with a bit scan per word.
+ */
+#include "occupancy.h"
+
+#include <stdlib.h>
+
+#include "hostmem.h"
+#include "pool.h"
+
+relo_status relo__occupancy_init(relo_occupancy *occ)
+{
+    if (occ->lists) return RELO_OK;
+    occ->lists = relo__calloc(RELO_OCC_LISTS * sizeof *occ->lists);
+    return occ->lists ? RELO_OK : RELO_ERR_HOST_MEMORY;
+}
+
+void relo__occupancy_destroy(relo_occupancy *occ)
+{
+    RELO_ASSERT(occ->room == 0 && occ->empty == NULL && occ->dirty == NULL);
+    relo__free(occ->lists);
+    occ->lists = NULL;
+    for (uint32_t i = 0; i < RELO_OCC_WORDS; i++) occ->bitmap[i] = 0;
+}
+
+/* The head of list code (RELO_OCC_EMPTY or 2 + a class list). */
+static relo_page **head_of(relo_occupancy *occ, uint32_t code)
+{
+    return code == RELO_OCC_EMPTY ? &occ->empty : &occ->lists[code - 2];
+}
+
+static void unlink_page(relo_occupancy *occ, relo_page *page)
+{
+    uint32_t code = page->occ_list;
+    if (page->occ_prev)
+        page->occ_prev->occ_next = page->occ_next;
+    else
+        *head_of(occ, code) = page->occ_next;
+    if (page->occ_next) page->occ_next->occ_prev = page->occ_prev;
+    if (code >= 2 && !occ->lists[code - 2]) occ->bitmap[(code - 2) / 64] &= ~(UINT64_C(1) << ((code - 2) % 64));
+    page->occ_prev = page->occ_next = NULL;
+    page->occ_list = RELO_OCC_NONE;
+}
+
+static void link_page(relo_occupancy *occ, relo_page *page, uint32_t code)
+{
+    relo_page **head = head_of(occ, code);
+    page->occ_prev = NULL;
+    page->occ_next = *head;
+    if (*head) (*head)->occ_prev = page;
+    *head = page;
+    if (code >= 2) occ->bitmap[(code - 2) / 64] |= UINT64_C(1) << ((code - 2) % 64);
+    page->occ_list = (uint16_t)code;
+}
+
+/* The list a page's counters say it belongs in. */
+static uint32_t list_of(const relo_page *page)
+{
+    if (page->occupied == 0) return RELO_OCC_EMPTY;
+    return 2u + 2u * relo__occupancy_class(page->live_size) +
+           (relo__occupancy_sparse(page->size, page->occupied_bytes) ? 0u : 1u);
+}
+
+/* Puts one page where its counters say, and its room in the sum. */
+static void settle_page(relo_occupancy *occ, relo_page *page)
+{
+    uint64_t room = relo__page_serves(page) ? page->size - page->occupied_bytes : 0;
+    occ->room = occ->room - page->occ_room + room;
+    page->occ_room = room;
+    uint32_t code = list_of(page);
+    if (code == page->occ_list) return;
+    if (page->occ_list != RELO_OCC_NONE) unlink_page(occ, page);
+    link_page(occ, page, code);
+}
+
+/* Settles the oldest touched page. */
+static void settle_oldest(relo_occupancy *occ)
+{
+    relo_page *p = occ->dirty;
+    occ->dirty = p->occ_dirty_next;
+    if (!occ->dirty) occ->dirty_tail = NULL;
+    occ->dirty_count--;
+    p->occ_dirty_next = NULL;
+    p->occ_dirty = false;
+    settle_page(occ, p);
+}
+
+void relo__occupancy_mark(relo_occupancy *occ, relo_page *page)
+{
+    page->occ_dirty = true;
+    page->occ_dirty_next = NULL;
+    if (occ->dirty_tail)
+        occ->dirty_tail->occ_dirty_next = page;
+    else
+        occ->dirty = page;
+    occ->dirty_tail = page;
+    if (++occ->dirty_count > RELO_OCC_TOUCHED_MAX) settle_oldest(occ);
+}
+
+void relo__occupancy_settle(relo_pool *pool)
+{
+    relo_occupancy *occ = &pool->occupancy;
+    while (occ->dirty) settle_oldest(occ);
+}
+
+uint64_t relo__occupancy_room(relo_pool *pool)
+{
+    relo__occupancy_settle(pool);
+    return pool->occupancy.room;
+}
+
+void relo__occupancy_remove(relo_pool *pool, relo_page *page)
+{
+    relo_occupancy *occ = &pool->occupancy;
+    if (page->occ_dirty) relo__occupancy_settle(pool); /* off the touched list */
+    occ->room -= page->occ_room;
+    page->occ_room = 0;
+    if (page->occ_list != RELO_OCC_NONE) unlink_page(occ, page);
+}
+
+uint32_t relo__occupancy_next_class(const relo_occupancy *occ, uint32_t from, bool sparse_only)
+{
+    /* Lists 2c (sparse) and 2c + 1 interleave: the sparse ones are the
+     * even bits of every word. */
+    const uint64_t mask = sparse_only ? UINT64_C(0x5555555555555555) : UINT64_MAX;
+    uint32_t bit = 2u * from;
+    for (uint32_t w = bit / 64; w < RELO_OCC_WORDS; w++) {
+        uint64_t word = occ->bitmap[w] & mask;
+        if (w == bit / 64) word &= UINT64_MAX << (bit % 64);
+        if (word) return (w * 64u + relo__log2(word & (~word + 1u))) / 2u; /* lowest set bit */
+    }
+    return RELO_OCC_CLASSES;
+}
+
+static int by_index_desc(const void *a, const void *b)
+{
+    const relo_page *x = *(relo_page *const *)a, *y = *(relo_page *const *)b;
+    return x->index < y->index ? 1 : (x->index > y->index ? -1 : 0);
+}
+
+int64_t relo__occupancy_empty_pages(relo_pool *pool, relo_page ***out)
+{
+    relo_occupancy *occ = &pool->occupancy;
+    *out = NULL;
+    relo__occupancy_settle(pool);
+    uint32_t n = 0;
+    for (const relo_page *p = occ->empty; p; p = p->occ_next) n++;
+    if (n == 0) return 0;
+    relo_page **go = relo__malloc(n * sizeof *go);
+    if (!go) return -1;
+    uint32_t m = 0;
+    for (relo_page *p = occ->empty; p; p = p->occ_next) {
+        occ->empty_visits++;
+        if (p->guards == 0 && !p->pending && !p->fenced && !p->transfers) go[m++] = p;
+    }
+    /* Highest position first: each release moves the last page into the
+     * hole, and that page, higher than every page still to go, stays. */
+    qsort(go, m, sizeof *go, by_index_desc);
+    if (m == 0) {
+        relo__free(go);
+        go = NULL;
+    }
+    *out = go;
+    return m;
+}
+
+int64_t relo__occupancy_release_empty(relo_pool *pool)
+{
+    relo_page **go;
+    int64_t m = relo__occupancy_empty_pages(pool, &go);
+    for (int64_t i = 0; i < m; i++) relo__pool_page_release(pool, go[i]);
+    relo__free(go);
+    return m;
+}
+
+bool relo__occupancy_check(const relo_pool *pool, const char **why)
+{
+#define FAIL(msg)                                                              \
+    do {                                                                       \
+        *why = msg;                                                            \
+        return false;                                                          \
+    } while (0)
+    const relo_occupancy *occ = &pool->occupancy;
+    if (!occ->lists) {
+        if (occ->room || occ->empty || occ->dirty) FAIL("occupancy index holds pages it has no lists for");
+        return true;
+    }
+    uint64_t dirty = 0;
+    const relo_page *last = NULL;
+    for (const relo_page *p = occ->dirty; p; last = p, p = p->occ_dirty_next) {
+        if (!p->occ_dirty || p->pool != pool) FAIL("occupancy touched list holds an unmarked page");
+        if (++dirty > RELO_OCC_TOUCHED_MAX) FAIL("occupancy touched list holds too many pages");
+    }
+    if (last != occ->dirty_tail || dirty != occ->dirty_count) FAIL("occupancy touched list's tail or count is wrong");
+    uint64_t room = 0, marked = 0, indexed = 0;
+    for (uint32_t i = 0; i < pool->page_count; i++) {
+        const relo_page *p = pool->pages[i];
+        room += p->occ_room;
+        indexed += p->occ_list != RELO_OCC_NONE;
+        if (p->occ_dirty) {
+            marked++;
+            continue; /* settled before the index is read */
+        }
+        uint64_t want_room = relo__page_serves(p) ? p->size - p->occupied_bytes : 0;
+        if (p->occ_room != want_room) FAIL("an untouched page's room in the occupancy index is stale");
+        if (p->occ_list != list_of(p)) FAIL("an untouched page is in the wrong occupancy list");
+    }
+    if (marked != dirty) FAIL("pages marked as touched differ from the touched list");
+    if (room != occ->room) FAIL("occupancy room differs from the pages' parts of it");
+    /* Every list holds exactly the pages that name it, linked both ways;
+     * together they hold every page once, but for a page touched before
+     * its first settle. */
+    uint64_t listed = 0;
+    for (uint32_t code = RELO_OCC_EMPTY; code < 2u + RELO_OCC_LISTS; code++) {
+        const relo_page *head = code == RELO_OCC_EMPTY ? occ->empty : occ->lists[code - 2];
+        if (code >= 2) {
+            bool bit = (occ->bitmap[(code - 2) / 64] >> ((code - 2) % 64)) & 1u;
+            if (bit != (head != NULL)) FAIL("occupancy bitmap differs from its lists");
+        }
+        const relo_page *prev = NULL;
+        for (const relo_page *p = head; p; prev = p, p = p->occ_next) {
+            if (p->occ_prev != prev) FAIL("occupancy list links are broken");
+            if (p->pool != pool || p->occ_list != code) FAIL("occupancy list holds a page of another list");
+            if (++listed > pool->page_count) FAIL("occupancy lists hold more pages than the pool");
+        }
+    }
+    if (listed != indexed) FAIL("occupancy lists miss pages of the pool");
+    return true;
+#undef FAIL
+}
