@@ -92,7 +92,7 @@ static void layout_totals(const relo_device *d, uint64_t *live, uint64_t *reserv
     *live = *reserved = 0;
     for (uint32_t i = 0; i < d->stream_count; i++) {
         const relo_stream_layout *l = &d->streams[i]->layout;
-        l->ops->held(l, live, reserved);
+        if (l->ops->held) l->ops->held(l, live, reserved);
     }
 }
 

@@ -187,4 +187,33 @@ CHECK_TEST(x_size_zero_in_every_mode)
     }
 }
 
+/* A reservation the backend refuses runs an explicit cleanup and retries
+ * once (design §5): a persistent buffer freed earlier stays cached until
+ * an explicit cleanup, and only that cleanup makes room for the retry.
+ * Under both policies. */
+CHECK_TEST(x_refused_reservation_cleans_up_and_retries)
+{
+    static const relo_policy policies[] = {RELO_POLICY_SEED, RELO_POLICY_DENSE};
+    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
+        relo_host_desc hd = fx_host();
+        hd.capacity = 16 * MiB;
+        relo_device_desc dd = {.policy = policies[i]};
+        fx f;
+        require_ok(fx_open(&f, &hd, &dd));
+        expect_ok(relo_mode_push(f.s, RELO_MODE_PERSISTENT));
+        relo_handle w = fx_reserve(f.s, 10 * MiB);
+        expect_ok(relo_mode_pop(f.s));
+        expect_ok(relo_release(f.dev, w));
+        expect_eq(fx_stats(f.s).bytes_reserved, 10 * MiB); /* cached, not given back */
+        expect_eq(fx_counts(&f).frees, 0);
+        relo_handle a;
+        expect_ok(relo_reserve(f.s, 8 * MiB, &a)); /* refused once, then served */
+        expect_eq(fx_counts(&f).frees, 1);
+        expect_ok(relo_device_check(f.dev));
+        expect_ok(relo_release(f.dev, a));
+        if (check_failures_ != 0) fprintf(stderr, "  (policy %s)\n", relo_policy_name(policies[i]));
+        fx_close(&f);
+    }
+}
+
 CHECK_MAIN()
