@@ -64,7 +64,21 @@ static void trim_pool(relo_pool *pool, void *user)
     /* Only pages carved into slices: exclusive pools (the tiny pool, the
      * EXCLUSIVE layout's buckets) keep their own reuse rule, persistent and
      * dedicated memory their modes'. */
-    if (pool->kind != RELO_POOL_SLICED) return;
+    if (pool->kind != RELO_POOL_SLICED || pool->bytes_empty == 0) return;
+    /* The pool's empty pages that nothing holds, from its occupancy index,
+     * in the order a walk down every page takes them (so the pages that
+     * stay keep their positions); the walk itself only when host memory
+     * for the list ran out. */
+    relo_page **empty = NULL;
+    int64_t n = relo__occupancy_empty_pages(pool, &empty);
+    if (n >= 0) {
+        for (int64_t k = 0; k < n && over(d, w->keep); k++) {
+            w->released += empty[k]->size;
+            give_back(w, pool, empty[k]);
+        }
+        relo__free(empty);
+        return;
+    }
     for (uint32_t i = pool->page_count; i-- > 0 && pool->bytes_empty && over(d, w->keep);) {
         relo_page *p = pool->pages[i];
         if (p->occupied || p->guards || p->pending || p->fenced || p->transfers) continue;

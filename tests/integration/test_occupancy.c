@@ -90,6 +90,38 @@ CHECK_TEST(reclaim_looks_at_sparse_pages_only)
     dev_close(&x, h, N);
 }
 
+/* relo_trim takes the empty pages it gives back from the pools' empty
+ * lists, one visit each, among hundreds of full pages; a trim that walked
+ * every page would take none from the index (0). */
+CHECK_TEST(trim_takes_empty_pages_from_the_index)
+{
+    enum { N = 20000, GONE = 96 };
+    static relo_handle h[N];
+    dev x;
+    require_true(dev_open(&x, 0));
+    for (size_t i = 0; i < N; i++) require_ok(relo_reserve(x.s, 64 * KiB, &h[i]));
+    expect_gt(x.s->layout.dense.pools[0].page_count, 300);
+    for (size_t i = 0; i < GONE; i++) { /* the first pages, whole */
+        expect_ok(relo_release(x.d, h[i]));
+        h[i].id = 0;
+    }
+    relo_stats before, after;
+    expect_ok(relo_device_stats(x.d, &before));
+    uint64_t plan0, empty0, plan1, empty1, released = 0;
+    relo__testing_occupancy_visits(x.s, &plan0, &empty0);
+    expect_ok(relo_trim(x.d, 0, &released));
+    relo__testing_occupancy_visits(x.s, &plan1, &empty1);
+    expect_ok(relo_device_stats(x.d, &after));
+    uint64_t pages = after.pages_released - before.pages_released;
+    expect_gt(pages, 0);
+    expect_eq(released, before.bytes_reserved - after.bytes_reserved);
+    expect_eq(empty1 - empty0, pages); /* one visit per page given back, no more */
+    expect_eq(plan1 - plan0, 0);
+    expect_eq(after.allocations_moved, before.allocations_moved); /* a trim moves nothing */
+    expect_ok(relo_device_check(x.d));
+    dev_close(&x, h, N);
+}
+
 /* Notes the first allocation a pass moves. */
 static void first_move(void *user, relo_handle handle, uint64_t size)
 {
