@@ -90,15 +90,35 @@ uint32_t relo__exclusive_check(relo_pool *pool)
     return released;
 }
 
-/* ---- persistent: buffers reused by exact size ------------------------ */
+/* ---- persistent and dedicated: a buffer of the request's own size ---- */
+
+/* The padded length of a request that gets a buffer of its own, and that
+ * buffer's size (a size-0 request takes one alignment unit). False when
+ * it exceeds the largest buffer. */
+static bool own_buffer(const relo_pool *pool, uint64_t size, uint64_t *length, uint64_t *buffer)
+{
+    const relo_pool_home *home = pool->home;
+    if (!relo__pad_size(size, home->alignment, home->max_page, length)) return false;
+    *buffer = *length ? *length : home->alignment;
+    return true;
+}
+
+/* Gives a page's one slice to the allocation. */
+static relo_status take_whole(relo_pool *pool, relo_page *page, uint64_t length, uint64_t size, uint32_t slot,
+                              relo_slice **out)
+{
+    relo_slice *slice = page->first;
+    slice->length = length;
+    relo__pool_slice_take(pool, slice, size, slot, RELO_SLICE_LIVE);
+    *out = slice;
+    return RELO_OK;
+}
 
 relo_status relo__persistent_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
                                      bool allow_new_page, relo_slice **out)
 {
-    const relo_pool_home *d = pool->home;
-    uint64_t length;
-    if (!relo__pad_size(size, d->alignment, d->max_page, &length)) return RELO_ERR_BUFFER_TOO_BIG;
-    uint64_t buffer_size = length ? length : d->alignment;
+    uint64_t length, buffer_size;
+    if (!own_buffer(pool, size, &length, &buffer_size)) return RELO_ERR_BUFFER_TOO_BIG;
     relo_page *page = NULL;
     for (relo_page *p = pool->free_pages; p; p = p->free_next) {
         if (!p->guards && p->size == buffer_size) {
@@ -111,28 +131,17 @@ relo_status relo__persistent_reserve(relo_pool *pool, uint64_t size, uint32_t sl
         relo_status st = relo__pool_page_new(pool, buffer_size, &page);
         if (st != RELO_OK) return st;
     }
-    relo_slice *slice = page->first;
-    slice->length = length;
-    relo__pool_slice_take(pool, slice, size, slot, RELO_SLICE_LIVE);
-    *out = slice;
-    return RELO_OK;
+    return take_whole(pool, page, length, size, slot, out);
 }
-
-/* ---- dedicated: a fresh buffer per allocation ------------------------ */
 
 relo_status relo__dedicated_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
                                     bool allow_new_page, relo_slice **out)
 {
-    const relo_pool_home *d = pool->home;
-    uint64_t length;
-    if (!relo__pad_size(size, d->alignment, d->max_page, &length)) return RELO_ERR_BUFFER_TOO_BIG;
+    uint64_t length, buffer_size;
+    if (!own_buffer(pool, size, &length, &buffer_size)) return RELO_ERR_BUFFER_TOO_BIG;
     if (!allow_new_page) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
     relo_page *page;
-    relo_status st = relo__pool_page_new(pool, length ? length : d->alignment, &page);
+    relo_status st = relo__pool_page_new(pool, buffer_size, &page);
     if (st != RELO_OK) return st;
-    relo_slice *slice = page->first;
-    slice->length = length;
-    relo__pool_slice_take(pool, slice, size, slot, RELO_SLICE_LIVE);
-    *out = slice;
-    return RELO_OK;
+    return take_whole(pool, page, length, size, slot, out);
 }

@@ -54,6 +54,43 @@ static uint64_t next_rand(uint64_t *s)
     return *s * UINT64_C(2685821657736338717);
 }
 
+/* 20,000 allocations of 64 KiB: hundreds of fine-pool pages, full. */
+enum { FULL_N = 20000 };
+
+/* Fills the fine pool with FULL_N allocations of 64 KiB, then releases
+ * every step-th of the first count. */
+static void fill_then_release(dev *x, relo_handle *h, size_t count, size_t step)
+{
+    for (size_t i = 0; i < FULL_N; i++) require_ok(relo_reserve(x->s, 64 * KiB, &h[i]));
+    expect_gt(x->s->layout.dense.pools[0].page_count, 300);
+    for (size_t i = 0; i < count; i += step) {
+        expect_ok(relo_release(x->d, h[i]));
+        h[i].id = 0;
+    }
+}
+
+/* The device's stats and the pages taken from the occupancy index around
+ * one call: planning's (plan) and the empty lists' (empty). */
+typedef struct visits {
+    relo_stats before, after;
+    uint64_t plan0, empty0, plan, empty;
+} visits;
+
+static void visits_begin(dev *x, visits *v)
+{
+    expect_ok(relo_device_stats(x->d, &v->before));
+    relo__testing_occupancy_visits(x->s, &v->plan0, &v->empty0);
+}
+
+static void visits_end(dev *x, visits *v)
+{
+    uint64_t plan1, empty1;
+    relo__testing_occupancy_visits(x->s, &plan1, &empty1);
+    expect_ok(relo_device_stats(x->d, &v->after));
+    v->plan = plan1 - v->plan0;
+    v->empty = empty1 - v->empty0;
+}
+
 /* 20,000 allocations of 64 KiB fill hundreds of fine-pool pages; every
  * other one of the first 256 goes, which leaves a few pages half full. A
  * reclaim empties them: planning takes a few dozen pages from the index
@@ -62,32 +99,22 @@ static uint64_t next_rand(uint64_t *s)
  * that walked every page would take none from the index (0). */
 CHECK_TEST(reclaim_looks_at_sparse_pages_only)
 {
-    enum { N = 20000 };
-    static relo_handle h[N];
+    static relo_handle h[FULL_N];
     dev x;
     require_true(dev_open(&x, 0));
-    for (size_t i = 0; i < N; i++) require_ok(relo_reserve(x.s, 64 * KiB, &h[i]));
-    uint32_t pages = x.s->layout.dense.pools[0].page_count;
-    expect_gt(pages, 300);
-    for (size_t i = 0; i < 256; i += 2) {
-        expect_ok(relo_release(x.d, h[i]));
-        h[i].id = 0;
-    }
-    relo_stats before, after;
-    expect_ok(relo_device_stats(x.d, &before));
-    uint64_t plan0, empty0, plan1, empty1;
-    relo__testing_occupancy_visits(x.s, &plan0, &empty0);
+    fill_then_release(&x, h, 256, 2);
+    visits v;
+    visits_begin(&x, &v);
     expect_ok(relo_reclaim(x.s));
-    expect_ok(relo_device_stats(x.d, &after));
-    relo__testing_occupancy_visits(x.s, &plan1, &empty1);
-    expect_gt(after.allocations_moved, before.allocations_moved);
-    expect_gt(after.pages_released, before.pages_released);
-    expect_gt(plan1 - plan0, 0);
-    expect_le(plan1 - plan0, 64);
-    expect_gt(empty1 - empty0, 0);
-    expect_le(empty1 - empty0, 64);
+    visits_end(&x, &v);
+    expect_gt(v.after.allocations_moved, v.before.allocations_moved);
+    expect_gt(v.after.pages_released, v.before.pages_released);
+    expect_gt(v.plan, 0);
+    expect_le(v.plan, 64);
+    expect_gt(v.empty, 0);
+    expect_le(v.empty, 64);
     expect_ok(relo_device_check(x.d));
-    dev_close(&x, h, N);
+    dev_close(&x, h, FULL_N);
 }
 
 /* relo_trim takes the empty pages it gives back from the pools' empty
@@ -95,31 +122,23 @@ CHECK_TEST(reclaim_looks_at_sparse_pages_only)
  * every page would take none from the index (0). */
 CHECK_TEST(trim_takes_empty_pages_from_the_index)
 {
-    enum { N = 20000, GONE = 96 };
-    static relo_handle h[N];
+    static relo_handle h[FULL_N];
     dev x;
     require_true(dev_open(&x, 0));
-    for (size_t i = 0; i < N; i++) require_ok(relo_reserve(x.s, 64 * KiB, &h[i]));
-    expect_gt(x.s->layout.dense.pools[0].page_count, 300);
-    for (size_t i = 0; i < GONE; i++) { /* the first pages, whole */
-        expect_ok(relo_release(x.d, h[i]));
-        h[i].id = 0;
-    }
-    relo_stats before, after;
-    expect_ok(relo_device_stats(x.d, &before));
-    uint64_t plan0, empty0, plan1, empty1, released = 0;
-    relo__testing_occupancy_visits(x.s, &plan0, &empty0);
+    fill_then_release(&x, h, 96, 1); /* the first pages, whole */
+    visits v;
+    visits_begin(&x, &v);
+    uint64_t released = 0;
     expect_ok(relo_trim(x.d, 0, &released));
-    relo__testing_occupancy_visits(x.s, &plan1, &empty1);
-    expect_ok(relo_device_stats(x.d, &after));
-    uint64_t pages = after.pages_released - before.pages_released;
+    visits_end(&x, &v);
+    uint64_t pages = v.after.pages_released - v.before.pages_released;
     expect_gt(pages, 0);
-    expect_eq(released, before.bytes_reserved - after.bytes_reserved);
-    expect_eq(empty1 - empty0, pages); /* one visit per page given back, no more */
-    expect_eq(plan1 - plan0, 0);
-    expect_eq(after.allocations_moved, before.allocations_moved); /* a trim moves nothing */
+    expect_eq(released, v.before.bytes_reserved - v.after.bytes_reserved);
+    expect_eq(v.empty, pages); /* one visit per page given back, no more */
+    expect_eq(v.plan, 0);
+    expect_eq(v.after.allocations_moved, v.before.allocations_moved); /* a trim moves nothing */
     expect_ok(relo_device_check(x.d));
-    dev_close(&x, h, N);
+    dev_close(&x, h, FULL_N);
 }
 
 /* Notes the first allocation a pass moves. */
