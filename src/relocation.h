@@ -344,9 +344,9 @@ bool relo__slide_make_room(relo_device *device, relo_pool *pool, uint64_t length
  * The release threshold (relo_device_desc.release_threshold):
  * which empty pages stay cached with their pools for later reservations,
  * and which go back to the backend. Empty pages are counted as they come
- * and go (relo_pool.bytes_empty, relo_device.bytes_empty), so deciding
- * that nothing needs to go back costs O(1); giving pages back walks the
- * pools of the streams.
+ * and go (relo_pool.bytes_empty, and the streams' and the device's
+ * relo_held), so deciding that nothing needs to go back costs O(1); giving
+ * pages back takes them from each sliced pool's empty list (occupancy.h).
  *
  * Called with the device lock held.
  */
