@@ -4,7 +4,6 @@
  * planned, so no target lands on it or on any other source; fences come
  * off once the pass is finished.
  */
-
 #include <stdlib.h>
 
 #include "hostmem.h"

@@ -6,7 +6,6 @@
  * when the pass commits (relo__pool_page_pack). The page is fenced while
  * the pass is open, so its free room serves nothing meanwhile.
  */
-
 #include <stdlib.h>
 
 #include "hostmem.h"

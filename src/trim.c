@@ -4,7 +4,6 @@
  * live plus the threshold, and relo_trim, which does the same on request.
  * Nothing here moves an allocation; only pages with none go back.
  */
-
 #include "hostmem.h"
 #include "relocation.h"
 
