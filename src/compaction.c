@@ -153,41 +153,26 @@ uint64_t relo__compact(relo_device *d, relo_pool *pool, uint64_t want, bool repa
 
 /* Gives back the empty pages of the dense pools of one stream (only) or of
  * every stream while the device holds more than live + keep bytes (keep 0:
- * every one); adds the bytes given back to *released. */
+ * every one); adds the bytes given back to *released. Within a threshold
+ * the buffers are freed without the device lock, as a trim frees them. */
 static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64_t keep, uint64_t *released)
 {
     uint32_t first, end;
     if (d->layout->kind != RELO_LAYOUT_KIND_DENSE) return;
     relo__device_scope(d, only, &first, &end);
+    relo_buffer_batch batch = {NULL, 0, 0};
     for (uint32_t s = first; s < end; s++) {
         for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
             relo_pool *pool = &d->streams[s]->layout.dense.pools[k];
             uint64_t before = pool->bytes_reserved;
-            relo_page **go;
-            int64_t n;
-            if (keep == 0) {
+            if (keep == 0)
                 relo__pool_release_empty(pool);
-            } else if ((n = relo__occupancy_empty_pages(pool, &go)) >= 0) {
-                /* The pages a walk down every page would give back, in
-                 * its order, from the pool's empty list. */
-                for (int64_t i = 0; i < n; i++) {
-                    uint64_t live = relo__trim_live(d);
-                    if (d->held.bytes_reserved <= live || d->held.bytes_reserved - live <= keep) break;
-                    relo__pool_page_release(pool, go[i]);
-                }
-                relo__free(go);
-            } else {
-                for (uint32_t i = pool->page_count; i-- > 0 && pool->bytes_empty;) {
-                    relo_page *p = pool->pages[i];
-                    uint64_t live = relo__trim_live(d);
-                    if (d->held.bytes_reserved <= live || d->held.bytes_reserved - live <= keep) break;
-                    if (p->occupied || p->guards || p->pending || p->fenced || p->transfers) continue;
-                    relo__pool_page_release(pool, p);
-                }
-            }
+            else
+                relo__trim_pool(d, pool, keep, &batch);
             *released += before - pool->bytes_reserved;
         }
     }
+    relo__device_free_batch(d, &batch);
 }
 
 uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uint64_t want, bool repaginate,

@@ -353,10 +353,9 @@ relo_status relo_read(relo_device *device, relo_handle handle, uint64_t offset, 
     return transfer(device, handle, offset, data, n, false);
 }
 
-/* The periodic cleanup; with bufs, the buffers of released pages are
- * detached into bufs (up to cap, counted in *n) instead of freed, the rest
- * freed at once. */
-static void cleanup(relo_device *d, relo_buffer_free *bufs, uint32_t cap, uint32_t *n)
+/* The periodic cleanup; with a batch, the buffers of released pages are
+ * collected into it instead of freed under the lock. */
+static void cleanup(relo_device *d, relo_buffer_batch *batch)
 {
     if (d->recording || !d->pending) return;
     bool dropped_outdated = false;
@@ -374,8 +373,8 @@ static void cleanup(relo_device *d, relo_buffer_free *bufs, uint32_t cap, uint32
         if (p->occupied == 0 && p->guards == 0) {
             relo_pool *pool = p->pool;
             dropped_outdated |= pool->outdated;
-            if (bufs && *n < cap)
-                relo__pool_page_detach(pool, p, &bufs[(*n)++]);
+            if (batch)
+                relo__pool_page_collect(pool, p, batch);
             else
                 relo__pool_page_release(pool, p);
         }
@@ -387,29 +386,28 @@ static void cleanup(relo_device *d, relo_buffer_free *bufs, uint32_t cap, uint32
 
 void relo__device_cleanup_periodic(relo_device *d)
 {
-    cleanup(d, NULL, 0, NULL);
+    cleanup(d, NULL);
 }
 
 void relo__device_cleanup_off_lock(relo_device *d)
 {
-    if (d->recording || !d->pending) return;
-    uint32_t cap = 0;
-    for (relo_page *p = d->pending; p; p = p->pending_next) cap++;
-    relo_buffer_free *bufs = relo__malloc(cap * sizeof *bufs);
-    uint32_t n = 0;
-    cleanup(d, bufs, bufs ? cap : 0, &n);
-    relo__device_free_buffers(d, bufs, n);
-    relo__free(bufs);
+    relo_buffer_batch batch = {NULL, 0, 0};
+    cleanup(d, &batch);
+    relo__device_free_batch(d, &batch);
 }
 
-void relo__device_free_buffers(relo_device *d, const relo_buffer_free *bufs, uint32_t n)
+void relo__device_free_batch(relo_device *d, relo_buffer_batch *batch)
 {
-    if (n == 0) return;
-    if (d->releaser.running && relo__releaser_push(&d->releaser, bufs, n)) return;
-    relo_backend *b = d->backend;
-    relo__device_unlock(d);
-    for (uint32_t i = 0; i < n; i++) b->ops.free(b->ctx, bufs[i].buffer, bufs[i].size);
-    relo__device_lock(d);
+    uint32_t n = batch->count;
+    relo_buffer_free *bufs = batch->bufs;
+    *batch = (relo_buffer_batch){NULL, 0, 0};
+    if (n > 0 && !(d->releaser.running && relo__releaser_push(&d->releaser, bufs, n))) {
+        relo_backend *b = d->backend;
+        relo__device_unlock(d);
+        for (uint32_t i = 0; i < n; i++) b->ops.free(b->ctx, bufs[i].buffer, bufs[i].size);
+        relo__device_lock(d);
+    }
+    relo__free(bufs);
 }
 
 uint64_t relo__device_held_bytes(relo_device *d)

@@ -83,10 +83,12 @@ void relo__device_cleanup_periodic(relo_device *device);
  */
 void relo__device_cleanup_off_lock(relo_device *device);
 
-/** Frees detached page buffers (relo__pool_page_detach) without the device
- *  lock: hands them to the release thread, or drops the lock, frees them
- *  and takes it again. The lock is held; other threads may run meanwhile. */
-void relo__device_free_buffers(relo_device *device, const relo_buffer_free *bufs, uint32_t n);
+/** Frees the buffers collected in batch (relo__pool_page_collect) without
+ *  the device lock: hands them to the release thread, or drops the lock,
+ *  frees them and takes it again; the batch is empty afterwards. The lock
+ *  is held; other threads may run meanwhile. The one way page buffers
+ *  leave off the lock. */
+void relo__device_free_batch(relo_device *device, relo_buffer_batch *batch);
 
 /** Bytes of pages held across every stream (counts one sum). */
 uint64_t relo__device_held_bytes(relo_device *device);

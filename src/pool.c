@@ -188,6 +188,21 @@ void relo__pool_page_release(relo_pool *pool, relo_page *page)
     free_buffer(pool, &b);
 }
 
+void relo__pool_page_collect(relo_pool *pool, relo_page *page, relo_buffer_batch *batch)
+{
+    if (batch->count == batch->cap) {
+        uint32_t cap = batch->cap ? batch->cap * 2 : 8;
+        relo_buffer_free *b = relo__realloc(batch->bufs, cap * sizeof *b);
+        if (!b) {
+            relo__pool_page_release(pool, page);
+            return;
+        }
+        batch->bufs = b;
+        batch->cap = cap;
+    }
+    relo__pool_page_detach(pool, page, &batch->bufs[batch->count++]);
+}
+
 uint32_t relo__pool_release_empty(relo_pool *pool)
 {
     int64_t listed = pool->kind == RELO_POOL_SLICED ? relo__occupancy_release_empty(pool) : -1;

@@ -147,6 +147,18 @@ void relo__pool_page_release(relo_pool *pool, relo_page *page);
  *  (bytes reserved, counters) already says it is gone. */
 void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *out);
 
+/** Buffers of pages taken out of their pools, waiting to be freed without
+ *  the device lock (relo__device_free_batch). Zero-initialise. */
+typedef struct relo_buffer_batch {
+    relo_buffer_free *bufs;
+    uint32_t count, cap;
+} relo_buffer_batch;
+
+/** As relo__pool_page_detach, into batch; when the batch cannot grow (host
+ *  memory), the page goes back to the backend at once instead. Never
+ *  fails. */
+void relo__pool_page_collect(relo_pool *pool, relo_page *page, relo_buffer_batch *batch);
+
 /** Gives back every empty unguarded page. Returns how many went. */
 uint32_t relo__pool_release_empty(relo_pool *pool);
 

@@ -368,10 +368,16 @@ uint64_t relo__trim_threshold(const relo_device *device);
  * live + keep bytes. Pages that are guarded, fenced, queued to go back,
  * or in a transfer stay. Returns the bytes given back. Does nothing while
  * a stream records. The device lock is held; it is dropped while the
- * backend frees the buffers (relo__device_free_buffers), so other threads
+ * backend frees the buffers (relo__device_free_batch), so other threads
  * may run meanwhile.
  */
 uint64_t relo__trim(relo_device *device, struct relo_stream *only, uint64_t keep);
+
+/** relo__trim's work on one pool: its empty pages that nothing holds go
+ *  into batch (relo__pool_page_collect), while the device holds more than
+ *  live + keep bytes; their bytes are returned. The caller frees the batch
+ *  (relo__device_free_batch). */
+uint64_t relo__trim_pool(relo_device *device, relo_pool *pool, uint64_t keep, relo_buffer_batch *batch);
 
 /**
  * The threshold's own rule, run at the end of relo_reserve: relo__trim to

@@ -32,38 +32,13 @@ static bool over(const relo_device *d, uint64_t keep)
     return d->held.bytes_reserved > live && d->held.bytes_reserved - live > keep;
 }
 
-typedef struct trim_walk {
-    uint64_t keep;
-    uint64_t released;
-    relo_buffer_free *bufs;     /* detached, freed without the lock after the walk */
-    uint32_t count, cap;
-} trim_walk;
-
-/* Takes p out of its pool; its buffer goes into w to be freed after the
- * walk, or at once (under the lock) when w cannot hold it. */
-static void give_back(trim_walk *w, relo_pool *pool, relo_page *p)
+uint64_t relo__trim_pool(relo_device *d, relo_pool *pool, uint64_t keep, relo_buffer_batch *batch)
 {
-    if (w->count == w->cap) {
-        uint32_t cap = w->cap ? w->cap * 2 : 8;
-        relo_buffer_free *b = relo__realloc(w->bufs, cap * sizeof *b);
-        if (!b) {
-            relo__pool_page_release(pool, p);
-            return;
-        }
-        w->bufs = b;
-        w->cap = cap;
-    }
-    relo__pool_page_detach(pool, p, &w->bufs[w->count++]);
-}
-
-static void trim_pool(relo_pool *pool, void *user)
-{
-    trim_walk *w = user;
-    relo_device *d = relo__pool_stream(pool)->device;
     /* Only pages carved into slices: exclusive pools (the tiny pool, the
      * EXCLUSIVE layout's buckets) keep their own reuse rule, persistent and
      * dedicated memory their modes'. */
-    if (pool->kind != RELO_POOL_SLICED || pool->bytes_empty == 0) return;
+    if (pool->kind != RELO_POOL_SLICED || pool->bytes_empty == 0) return 0;
+    uint64_t before = pool->bytes_reserved;
     /* The pool's empty pages that nothing holds, from its occupancy index,
      * in the order a walk down every page takes them (so the pages that
      * stay keep their positions); the walk itself only when host memory
@@ -71,33 +46,42 @@ static void trim_pool(relo_pool *pool, void *user)
     relo_page **empty = NULL;
     int64_t n = relo__occupancy_empty_pages(pool, &empty);
     if (n >= 0) {
-        for (int64_t k = 0; k < n && over(d, w->keep); k++) {
-            w->released += empty[k]->size;
-            give_back(w, pool, empty[k]);
-        }
+        for (int64_t k = 0; k < n && over(d, keep); k++) relo__pool_page_collect(pool, empty[k], batch);
         relo__free(empty);
-        return;
+    } else {
+        for (uint32_t i = pool->page_count; i-- > 0 && pool->bytes_empty && over(d, keep);) {
+            relo_page *p = pool->pages[i];
+            if (p->occupied || p->guards || p->pending || p->fenced || p->transfers) continue;
+            relo__pool_page_collect(pool, p, batch);
+        }
     }
-    for (uint32_t i = pool->page_count; i-- > 0 && pool->bytes_empty && over(d, w->keep);) {
-        relo_page *p = pool->pages[i];
-        if (p->occupied || p->guards || p->pending || p->fenced || p->transfers) continue;
-        w->released += p->size;
-        give_back(w, pool, p);
-    }
+    return before - pool->bytes_reserved;
+}
+
+typedef struct trim_walk {
+    relo_device *device;
+    uint64_t keep;
+    uint64_t released;
+    relo_buffer_batch batch;    /* detached, freed without the lock after the walk */
+} trim_walk;
+
+static void trim_pool(relo_pool *pool, void *user)
+{
+    trim_walk *w = user;
+    w->released += relo__trim_pool(w->device, pool, w->keep, &w->batch);
 }
 
 uint64_t relo__trim(relo_device *d, struct relo_stream *only, uint64_t keep)
 {
     if (d->recording || d->held.bytes_empty == 0 || !over(d, keep)) return 0;
-    trim_walk w = {keep, 0, NULL, 0, 0};
+    trim_walk w = {d, keep, 0, {NULL, 0, 0}};
     uint32_t first, end;
     relo__device_scope(d, only, &first, &end);
     for (uint32_t s = first; s < end && d->held.bytes_empty && over(d, keep); s++)
         relo__stream_each_pool(d->streams[s], trim_pool, &w);
     /* The backend's frees, which can cost as much as a copy, keep no other
      * thread waiting on the device lock. */
-    relo__device_free_buffers(d, w.bufs, w.count);
-    relo__free(w.bufs);
+    relo__device_free_batch(d, &w.batch);
     return w.released;
 }
 
