@@ -49,6 +49,16 @@ static inline relo_host_desc fx_host(void)
  *  name: fx_open(&f, &hd, FX_SEED). */
 #define FX_SEED (&(const relo_device_desc){.policy = RELO_POLICY_SEED})
 
+/** A device desc with every field at its default but the policy, for a
+ *  test that sets more fields of it (relocation, bounds, threshold). */
+static inline relo_device_desc fx_desc(relo_policy policy)
+{
+    relo_device_desc d;
+    memset(&d, 0, sizeof d);
+    d.policy = policy;
+    return d;
+}
+
 /* Log sink of every fixture device: warnings and errors go to stderr, so
  * the invariant relo_device_check found broken shows next to the failure. */
 static void fx_log_(void *user, relo_log_level level, const char *message)

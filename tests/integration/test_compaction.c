@@ -25,19 +25,11 @@ typedef struct scene {
     bool kept[COUNT];
 } scene;
 
-static relo_device_desc dense_desc(void)
-{
-    relo_device_desc d;
-    memset(&d, 0, sizeof d);
-    d.policy = RELO_POLICY_DENSE;
-    return d;
-}
-
 /* Fills the pages, then keeps allocation i where keep(i) says so. */
 static bool scene_open(scene *sc, const relo_host_desc *hd, bool (*keep)(int))
 {
     memset(sc, 0, sizeof *sc);
-    relo_device_desc dd = dense_desc();
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     relo_host_desc def = fx_host();
     if (fx_open(&sc->f, hd ? hd : &def, &dd) != RELO_OK) return false;
     for (int i = 0; i < COUNT; i++) {
@@ -255,7 +247,7 @@ CHECK_TEST(refused_page_without_relocation_stays_refused)
     relo_host_desc hd = fx_host();
     hd.capacity = 4 * MiB;
     memset(&sc, 0, sizeof sc);
-    relo_device_desc dd = dense_desc();
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     dd.relocation = RELO_RELOCATION_OFF;
     require_ok(fx_open(&sc.f, &hd, &dd));
     for (int i = 0; i < COUNT; i++) {
@@ -282,7 +274,7 @@ CHECK_TEST(refused_page_empties_fine_pages_into_the_large_pools_room)
     fx f;
     relo_host_desc hd = fx_host();
     hd.capacity = 2 * MiB + 4 * 64 * KiB;
-    relo_device_desc dd = dense_desc();
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     require_ok(fx_open(&f, &hd, &dd));
     relo_handle large = fx_reserve(f.s, 1536 * KiB), fine[4];
     require_ne(large.id, 0);
@@ -321,7 +313,7 @@ CHECK_TEST(refused_page_empties_fine_pages_into_the_large_pools_room)
 CHECK_TEST(repeated_large_size_gets_a_page_of_two)
 {
     fx f;
-    relo_device_desc dd = dense_desc();
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     relo_host_desc hd = fx_host();
     require_ok(fx_open(&f, &hd, &dd));
     const uint64_t s = 25 * MiB / 2;

@@ -10,14 +10,12 @@
  * bytes.
  */
 #include "check.h"
+#include "fixture.h"
 #include "relo.h"
 #include "relo_backend.h"
 #include "relocation.h"
 #include "stream.h"
 #include "testing.h"
-
-#define KiB (UINT64_C(1) << 10)
-#define MiB (UINT64_C(1) << 20)
 
 typedef struct dev {
     relo_device *d;
@@ -30,9 +28,7 @@ static bool dev_open(dev *x, uint64_t pass_max_bytes)
     memset(&hd, 0, sizeof hd);
     hd.alignment = 256;
     relo_backend *be = NULL;
-    relo_device_desc dd;
-    memset(&dd, 0, sizeof dd);
-    dd.policy = RELO_POLICY_DENSE;
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     dd.pass_max_bytes = pass_max_bytes;
     return relo_backend_sim_create(&hd, &be) == RELO_OK && relo_device_create(&dd, be, &x->d) == RELO_OK &&
            relo_stream_create(x->d, NULL, &x->s) == RELO_OK;

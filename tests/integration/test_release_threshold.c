@@ -212,9 +212,7 @@ CHECK_TEST(refused_page_takes_back_cached_pages)
  * packing cost, or UINT64_MAX when the scene did not pack. */
 static uint64_t packing_frees(uint64_t threshold)
 {
-    relo_device_desc dd;
-    memset(&dd, 0, sizeof dd);
-    dd.policy = RELO_POLICY_DENSE;
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     dd.release_threshold = threshold;
     fx f;
     if (fx_open(&f, NULL, &dd) != RELO_OK) return UINT64_MAX;

@@ -32,14 +32,6 @@ typedef struct scene {
     relo_binding before[COUNT];
 } scene;
 
-static relo_device_desc dense_desc(void)
-{
-    relo_device_desc d;
-    memset(&d, 0, sizeof d);
-    d.policy = RELO_POLICY_DENSE;
-    return d;
-}
-
 /* Fills the pages over b (taken) and releases the small allocations.
  * False when the layout is not the one the cases rely on. */
 static bool scene_open_on(scene *sc, relo_backend *b, const relo_device_desc *dd)
@@ -111,7 +103,7 @@ static void expect_page_packed(scene *sc, int page)
 CHECK_TEST(refused_page_is_made_by_sliding_and_keeps_bytes)
 {
     scene sc;
-    relo_device_desc dd = dense_desc();
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     require_true(scene_open(&sc, fx_host(), &dd));
     relo_handle ask = {0};
     expect_ok(relo_reserve(sc.f.s, ASK, &ask));
@@ -137,7 +129,7 @@ CHECK_TEST(without_relocation_the_same_request_is_refused)
 {
     /* What sliding buys: nothing may move, every hole is 4 KiB. */
     scene sc;
-    relo_device_desc dd = dense_desc();
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     dd.relocation = RELO_RELOCATION_OFF;
     require_true(scene_open(&sc, fx_host(), &dd));
     relo_handle ask = {0};
@@ -154,7 +146,7 @@ static bool mock_scene_open(scene *sc, mock_ctx *m)
 {
     relo_backend *b = NULL;
     if (mock_backend_create(m, NULL, &b) != RELO_OK) return false;
-    relo_device_desc dd = dense_desc();
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     if (!scene_open_on(sc, b, &dd)) return false;
     /* The device is full: a 17th page is refused. */
     mock_refuse(m, MOCK_ALLOC, 1, true, RELO_ERR_OUT_OF_MEMORY);
@@ -225,7 +217,7 @@ CHECK_TEST(unknown_copy_outcome_leaks_the_page_room)
      * and nothing is counted as moved. (A slide overwrites its source, so
      * unlike a move to another page, its bytes are not promised here.) */
     scene sc;
-    relo_device_desc dd = dense_desc();
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     require_true(scene_open(&sc, fx_host(), &dd));
     relo_host_desc faults = fx_host();
     faults.fail_wait_copies = true;
@@ -244,7 +236,7 @@ CHECK_TEST(unknown_copy_outcome_leaks_the_page_room)
 CHECK_TEST(guarded_page_is_never_slid)
 {
     scene sc;
-    relo_device_desc dd = dense_desc();
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     require_true(scene_open(&sc, fx_host(), &dd));
     /* A graph uses the first page: its allocations are resolved while the
      * stream records. */
@@ -270,7 +262,7 @@ CHECK_TEST(guarded_page_is_never_slid)
 CHECK_TEST(pinned_page_is_never_slid)
 {
     scene sc;
-    relo_device_desc dd = dense_desc();
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     require_true(scene_open(&sc, fx_host(), &dd));
     relo_binding pinned;
     require_ok(relo_pin(sc.f.s, sc.h[1], &pinned));
