@@ -11,15 +11,12 @@
 
 void relo__arena_init(relo_arena *arena, const relo_pool_home *home)
 {
-    uint64_t alignment = home->alignment;
     memset(arena, 0, sizeof *arena);
     arena->home = home;
     arena->current = -1;
-    arena->alignment = alignment;
-    arena->max_page = relo__round_down(home->max_page, alignment);
-    uint64_t floor = relo__min(2 * RELO_MiB, arena->max_page);
-    if (!relo__round_up(floor, alignment, &arena->floor)) arena->floor = arena->max_page;
-    if (arena->floor > arena->max_page) arena->floor = arena->max_page;
+    uint64_t floor = relo__min(2 * RELO_MiB, home->max_page);
+    if (!relo__round_up(floor, home->alignment, &arena->floor)) arena->floor = home->max_page;
+    if (arena->floor > home->max_page) arena->floor = home->max_page;
     arena->page_size = arena->floor;
 }
 
@@ -30,8 +27,9 @@ relo_pool *relo__arena_current(const relo_arena *arena)
 
 relo_fit relo__arena_fit(const relo_arena *arena, uint64_t size, uint64_t *grow_page)
 {
+    uint64_t alignment = arena->home->alignment, max_page = arena->home->max_page;
     uint64_t needed;
-    if (!relo__pad_size(size, arena->alignment, arena->max_page, &needed)) return RELO_FIT_TOO_BIG;
+    if (!relo__pad_size(size, alignment, max_page, &needed)) return RELO_FIT_TOO_BIG;
     if (needed <= arena->page_size) {
         if (arena->current >= 0) return RELO_FIT_FITS;
         *grow_page = arena->page_size; /* the first pool, at the floor */
@@ -41,11 +39,11 @@ relo_fit relo__arena_fit(const relo_arena *arena, uint64_t size, uint64_t *grow_
      * max page); a backend may lend pages up to 2^64 - 1 bytes, so the sum
      * saturates and a rounding that overflows clamps to the max page. */
     uint64_t mib;
-    if (!relo__round_up(relo__add_sat(size, RELO_MiB), RELO_MiB, &mib)) mib = arena->max_page;
+    if (!relo__round_up(relo__add_sat(size, RELO_MiB), RELO_MiB, &mib)) mib = max_page;
     uint64_t page;
-    if (!relo__round_up(mib, arena->alignment, &page)) page = arena->max_page;
+    if (!relo__round_up(mib, alignment, &page)) page = max_page;
     if (page < arena->floor) page = arena->floor;
-    if (page > arena->max_page) page = arena->max_page;
+    if (page > max_page) page = max_page;
     *grow_page = page;
     return RELO_FIT_GROW;
 }

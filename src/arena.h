@@ -26,14 +26,12 @@ typedef struct relo_arena_shape {
 } relo_arena_shape;
 
 typedef struct relo_arena {
-    const relo_pool_home *home;     /* its pools' */
+    const relo_pool_home *home;     /* its pools'; alignment and max page come from it */
     relo_pool *slots[RELO_ARENA_SLOTS];
     int current;                /* slot of the current pool, -1 before the first */
     uint32_t pool_count;        /* slots holding a pool */
     uint64_t page_size;         /* current page size (the floor before the first) */
-    uint64_t alignment;         /* the device's */
     uint64_t floor;             /* min(2 MiB, max page), rounded up to the alignment */
-    uint64_t max_page;          /* the device's max page, rounded down to the alignment */
     bool stalled;               /* the last relocation moved nothing ... */
     relo_arena_shape stall;     /* ... with the arena in this shape */
 } relo_arena;
