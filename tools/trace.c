@@ -5,6 +5,7 @@
 #include "trace.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,11 +59,20 @@ bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream
 
 uint64_t trace_default_max_events(void)
 {
+    /* Asked once: every event a reader parses checks the limit, and
+     * sysconf(_SC_PHYS_PAGES) is a system call. */
+    static _Atomic uint64_t known;
+    uint64_t events = atomic_load_explicit(&known, memory_order_relaxed);
+    if (events) return events;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0) return 1ull << 26;
-    uint64_t bytes = (uint64_t)pages * (uint64_t)page;
-    uint64_t events = bytes / 8 / sizeof(trace_event);
-    return events < 4096 ? 4096 : events;
+    if (pages <= 0 || page <= 0) {
+        events = 1ull << 26;
+    } else {
+        events = (uint64_t)pages * (uint64_t)page / 8 / sizeof(trace_event);
+        if (events < 4096) events = 4096;
+    }
+    atomic_store_explicit(&known, events, memory_order_relaxed);
+    return events;
 }
 
 uint64_t trace_event_limit(const trace *t)
