@@ -141,38 +141,55 @@ static int by_index_desc(const void *a, const void *b)
     return x->index < y->index ? 1 : (x->index > y->index ? -1 : 0);
 }
 
-int64_t relo__occupancy_empty_pages(relo_pool *pool, relo_page ***out)
+void relo__page_list_free(relo_page_list *list)
+{
+    if (list->pages != list->inline_pages) relo__free(list->pages);
+    list->pages = list->inline_pages;
+    list->count = 0;
+}
+
+bool relo__occupancy_empty_pages(relo_pool *pool, relo_page_list *out)
 {
     relo_occupancy *occ = &pool->occupancy;
-    *out = NULL;
+    out->pages = out->inline_pages;
+    out->count = 0;
     relo__occupancy_settle(pool);
     uint32_t n = 0;
     for (const relo_page *p = occ->empty; p; p = p->occ_next) n++;
-    if (n == 0) return 0;
-    relo_page **go = relo__malloc(n * sizeof *go);
-    if (!go) return -1;
+    if (n > RELO_PAGE_LIST_INLINE && !(out->pages = relo__malloc(n * sizeof *out->pages))) {
+        out->pages = out->inline_pages;
+        return false;
+    }
+    relo_page **go = out->pages;
     uint32_t m = 0;
     for (relo_page *p = occ->empty; p; p = p->occ_next) {
         occ->empty_visits++;
         if (p->guards == 0 && !p->pending && !p->fenced && !p->transfers) go[m++] = p;
     }
     /* Highest position first: each release moves the last page into the
-     * hole, and that page, higher than every page still to go, stays. */
-    qsort(go, m, sizeof *go, by_index_desc);
-    if (m == 0) {
-        relo__free(go);
-        go = NULL;
+     * hole, and that page, higher than every page still to go, stays. A
+     * short list (the usual one) is sorted in place by insertion. */
+    if (m > RELO_PAGE_LIST_INLINE) {
+        qsort(go, m, sizeof *go, by_index_desc);
+    } else {
+        for (uint32_t i = 1; i < m; i++) {
+            relo_page *p = go[i];
+            uint32_t k = i;
+            for (; k > 0 && go[k - 1]->index < p->index; k--) go[k] = go[k - 1];
+            go[k] = p;
+        }
     }
-    *out = go;
-    return m;
+    out->count = m;
+    return true;
 }
 
 int64_t relo__occupancy_release_empty(relo_pool *pool)
 {
-    relo_page **go;
-    int64_t m = relo__occupancy_empty_pages(pool, &go);
-    for (int64_t i = 0; i < m; i++) relo__pool_page_release(pool, go[i]);
-    relo__free(go);
+    relo_page_list go;
+    if (!relo__occupancy_empty_pages(pool, &go)) return -1;
+    for (uint32_t i = 0; i < go.count; i++) relo__pool_page_release(pool, go.pages[i]);
+    int64_t m = go.count;
+    relo__page_list_free(&go);
     return m;
 }
 

@@ -121,13 +121,26 @@ static inline relo_page *relo__occupancy_list(const relo_occupancy *occ, uint32_
     return occ->lists[2u * cls + (sparse ? 0u : 1u)];
 }
 
+/** Pages the inline part of a relo_page_list holds before it needs the heap. */
+#define RELO_PAGE_LIST_INLINE 16u
+
+/** A list of pages kept in the caller's frame while it is short. */
+typedef struct relo_page_list {
+    relo_page **pages;          /* inline, or from the heap when longer */
+    uint32_t count;
+    relo_page *inline_pages[RELO_PAGE_LIST_INLINE];
+} relo_page_list;
+
+/** Frees a list's heap part, if any. */
+void relo__page_list_free(relo_page_list *list);
+
 /** Settles, then lists the empty pages of a sliced pool that nothing
- *  holds (no guard, not pending, no fence, no transfer) in *out (to be
- *  freed with relo__free), highest position first: the order of a walk
- *  down every page, so that giving them back in it leaves each page that
- *  stays where that walk would. Returns how many (*out NULL when none),
- *  or -1 when host memory ran out. */
-int64_t relo__occupancy_empty_pages(struct relo_pool *pool, relo_page ***out);
+ *  holds (no guard, not pending, no fence, no transfer) in *out (free it
+ *  with relo__page_list_free), highest position first: the order of a
+ *  walk down every page, so that giving them back in it leaves each page
+ *  that stays where that walk would. Returns false when host memory ran
+ *  out (the list is empty then). */
+bool relo__occupancy_empty_pages(struct relo_pool *pool, relo_page_list *out);
 
 /** Settles, then gives back every empty page of a sliced pool that
  *  nothing holds (no guard, not pending, no fence, no transfer), in the

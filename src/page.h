@@ -104,19 +104,25 @@ typedef struct relo_page {
     bool occ_dirty;             /* changed since its occupancy list was last settled */
 } relo_page;
 
-/** A slab of slice nodes, so that slice churn seldom reaches malloc. */
+/** A slab of slice nodes, so that slice churn seldom reaches malloc, and
+ *  the page records given back, kept for the next page. */
 typedef struct relo_slice_slab {
     relo_slice *free;           /* free nodes, linked through left */
     void **chunks;              /* every chunk allocated, for destroy */
     uint32_t chunk_count, chunk_cap;
     uint32_t rng;               /* priorities for the address treaps */
+    relo_page *free_pages;      /* page records to reuse, linked through free_next */
 } relo_slice_slab;
 
 /** Takes a node (zeroed, with a fresh priority). NULL: host memory ran out. */
 relo_slice *relo__slice_new(relo_slice_slab *slab);
 /** Returns a node to the slab. Never fails, never allocates. */
 void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice);
-/** Frees every chunk. */
+/** Takes a page record (zeroed). NULL: host memory ran out. */
+relo_page *relo__page_new(relo_slice_slab *slab);
+/** Keeps a page record for the next relo__page_new. Never fails. */
+void relo__page_delete(relo_slice_slab *slab, relo_page *page);
+/** Frees every chunk and every page record kept. */
 void relo__slab_destroy(relo_slice_slab *slab);
 
 #endif /* RELO_PAGE_H */

@@ -100,11 +100,11 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
         pool->pages = pages;
         pool->page_cap = cap;
     }
-    relo_page *page = relo__calloc(sizeof *page);
+    relo_page *page = relo__page_new(home->slab);
     if (!page) return RELO_ERR_HOST_MEMORY;
     relo_slice *whole = relo__slice_new(home->slab);
     if (!whole) {
-        relo__free(page);
+        relo__page_delete(home->slab, page);
         return RELO_ERR_HOST_MEMORY;
     }
     void *buffer = NULL;
@@ -117,7 +117,7 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
         st = backend->ops.alloc(backend->ctx, size, &buffer, &address);
     if (st != RELO_OK || !buffer) {
         relo__slice_delete(home->slab, whole);
-        relo__free(page);
+        relo__page_delete(home->slab, page);
         return st != RELO_OK ? st : RELO_ERR_BACKEND;
     }
     page->buffer = buffer;
@@ -165,7 +165,7 @@ static void detach(relo_pool *pool, relo_page *page, relo_buffer_free *out, bool
     pool->pages[i] = pool->pages[--pool->page_count];
     pool->pages[i]->index = i;
     sub_reserved(pool, page->size);
-    relo__free(page);
+    relo__page_delete(pool->home->slab, page);
 }
 
 void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *out)

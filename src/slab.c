@@ -1,6 +1,8 @@
 /*
- * slab.c — the slab of slice nodes (see page.h). Pages themselves are made
- * and given back by the pools (pool.c), which own the accounting.
+ * slab.c — the slab of slice nodes and the page records kept for reuse
+ * (see page.h): a page that goes back and one that comes cost no trip to
+ * malloc. Pages themselves (their buffers, their accounting) are made and
+ * given back by the pools (pool.c).
  */
 #include "page.h"
 
@@ -64,8 +66,29 @@ void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice)
     slab->free = slice;
 }
 
+relo_page *relo__page_new(relo_slice_slab *slab)
+{
+    relo_page *page = slab->free_pages;
+    if (!page) return relo__calloc(sizeof *page);
+    slab->free_pages = page->free_next;
+    memset(page, 0, sizeof *page);
+    return page;
+}
+
+void relo__page_delete(relo_slice_slab *slab, relo_page *page)
+{
+    page->pool = NULL;
+    page->free_next = slab->free_pages;
+    slab->free_pages = page;
+}
+
 void relo__slab_destroy(relo_slice_slab *slab)
 {
+    while (slab->free_pages) {
+        relo_page *page = slab->free_pages;
+        slab->free_pages = page->free_next;
+        relo__free(page);
+    }
     for (uint32_t i = 0; i < slab->chunk_count; i++) relo__free(slab->chunks[i]);
     relo__free(slab->chunks);
     memset(slab, 0, sizeof *slab);

@@ -43,11 +43,10 @@ uint64_t relo__trim_pool(relo_device *d, relo_pool *pool, uint64_t keep, relo_bu
      * in the order a walk down every page takes them (so the pages that
      * stay keep their positions); the walk itself only when host memory
      * for the list ran out. */
-    relo_page **empty = NULL;
-    int64_t n = relo__occupancy_empty_pages(pool, &empty);
-    if (n >= 0) {
-        for (int64_t k = 0; k < n && over(d, keep); k++) relo__pool_page_collect(pool, empty[k], batch);
-        relo__free(empty);
+    relo_page_list empty;
+    if (relo__occupancy_empty_pages(pool, &empty)) {
+        for (uint32_t k = 0; k < empty.count && over(d, keep); k++) relo__pool_page_collect(pool, empty.pages[k], batch);
+        relo__page_list_free(&empty);
     } else {
         for (uint32_t i = pool->page_count; i-- > 0 && pool->bytes_empty && over(d, keep);) {
             relo_page *p = pool->pages[i];
