@@ -24,7 +24,8 @@ void relo__free(void *ptr);
  * off. Process-wide (atomic), for single-threaded tests.
  */
 void relo__hostmem_fail_at(uint64_t n, int sticky);
-/** Host allocations made since the process started (atomic). */
+/** Host allocations made since the process started (exact on one thread;
+ *  allocations on several threads at once may be counted once). */
 uint64_t relo__hostmem_calls(void);
 
 #endif /* RELO_HOSTMEM_H */
