@@ -9,11 +9,11 @@
 #include "units.h"
 
 /* Replays bisection needs to bring [lo, hi] within tolerance. */
-static unsigned halvings(uint64_t lo, uint64_t hi)
+static unsigned halvings(uint64_t lo, uint64_t hi, uint64_t grain)
 {
     unsigned n = 0;
     double gap = (double)(hi - lo);
-    while (gap > (double)lo * FIT_TOLERANCE && n < 64) {
+    while (gap > (double)grain && gap > (double)lo * FIT_TOLERANCE && n < 64) {
         gap /= 2;
         n++;
     }
@@ -49,14 +49,33 @@ static int try_capacity(const trace *t, const replay_config *base, uint64_t capa
     return verdict;
 }
 
+uint64_t fit_capacity_step(const replay_config *cfg)
+{
+    if (cfg->backend != REPLAY_BACKEND_SIM && cfg->backend != REPLAY_BACKEND_HOST) return 1;
+    return cfg->granule ? cfg->granule : 1;
+}
+
+/* x rounded up to a multiple of step, or x when that would wrap. */
+static uint64_t up_to(uint64_t x, uint64_t step)
+{
+    uint64_t r = x % step;
+    return r == 0 || x > UINT64_MAX - (step - r) ? x : x + (step - r);
+}
+
 bool fit_search(const trace *t, const replay_config *cfg, uint64_t upper_hint, fit_result *out)
 {
     memset(out, 0, sizeof *out);
     uint64_t start = replay_now_ns();
-    uint64_t lo = t->peak_live_bytes ? t->peak_live_bytes : 1;
-    uint64_t hi = upper_hint > lo ? upper_hint : lo + lo / 4 + 1;
+    /* On a device that charges buffers in granules, a capacity between two
+     * multiples lends what the lower one does: only multiples are tried,
+     * and the search ends at one granule when that is finer than the
+     * tolerance (an exact answer for a small trace). */
+    uint64_t grain = fit_capacity_step(cfg);
+    uint64_t lo = up_to(t->peak_live_bytes ? t->peak_live_bytes : 1, grain);
+    uint64_t hi = up_to(upper_hint > lo ? upper_hint : lo + lo / 4 + 1, grain);
+    if (hi <= lo) hi = lo + grain;
     /* The expected count: peak live, the hint, then the halvings between. */
-    int v = try_capacity(t, cfg, lo, 2 + halvings(lo, hi), out);
+    int v = try_capacity(t, cfg, lo, 2 + halvings(lo, hi, grain), out);
     if (v < 0) goto done;
     if (v == 1) {
         out->found = true;
@@ -65,7 +84,7 @@ bool fit_search(const trace *t, const replay_config *cfg, uint64_t upper_hint, f
     }
     out->failed_below = lo;
     for (int step = 0;; step++) {
-        v = try_capacity(t, cfg, hi, out->replays + 1 + halvings(lo, hi), out);
+        v = try_capacity(t, cfg, hi, out->replays + 1 + halvings(lo, hi, grain), out);
         if (v < 0) goto done;
         if (v == 1) break;
         lo = hi;
@@ -76,12 +95,13 @@ bool fit_search(const trace *t, const replay_config *cfg, uint64_t upper_hint, f
                      (unsigned long long)hi);
             goto done;
         }
-        hi += hi / 4;
+        hi = up_to(hi + hi / 4, grain);
     }
-    /* lo failed and hi completed: halve the gap until it is within tolerance. */
-    while ((double)(hi - lo) > (double)lo * FIT_TOLERANCE) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        v = try_capacity(t, cfg, mid, out->replays + halvings(lo, hi), out);
+    /* lo failed and hi completed: halve the gap until it is within
+     * tolerance, or one grain. */
+    while (hi - lo > grain && (double)(hi - lo) > (double)lo * FIT_TOLERANCE) {
+        uint64_t mid = lo + (hi - lo) / grain / 2 * grain;
+        v = try_capacity(t, cfg, mid, out->replays + halvings(lo, hi, grain), out);
         if (v < 0) goto done;
         if (v == 1) hi = mid;
         else lo = mid;

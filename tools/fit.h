@@ -9,6 +9,12 @@
  * relo is not guaranteed monotonic in capacity (a larger device may
  * relocate differently), so the answer is the boundary the bisection
  * finds between a capacity that failed and one that completed.
+ *
+ * The sim and host backends charge each buffer its size rounded up to the
+ * granule, so a capacity lends what the multiple of the granule below it
+ * lends: the search tries multiples only, and stops at one granule apart
+ * where that is finer than FIT_TOLERANCE. On a trace of tens of MiB the
+ * answer is then exact: the fewest granules the trace runs in.
  */
 #ifndef RELO_TOOLS_FIT_H
 #define RELO_TOOLS_FIT_H
@@ -30,6 +36,10 @@ typedef struct fit_result {
     relo_status status;      /**< RELO_OK, or the failure that stopped the search */
     char error[320];
 } fit_result;
+
+/** What capacities the search steps by: the granule for the sim and host
+ *  backends, 1 byte for the others. */
+uint64_t fit_capacity_step(const replay_config *cfg);
 
 /**
  * Searches capacities between t's peak live bytes and above `upper_hint`
