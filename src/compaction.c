@@ -279,3 +279,72 @@ bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
     relo__free(w);
     return relo__pass_finish(&pass);
 }
+
+/* A page whose allocations may all move together, and what its rounding
+ * strands: its free room. */
+typedef struct tail {
+    relo_page *page;
+    uint64_t room;
+} tail;
+
+static int by_tail(const void *a, const void *b)
+{
+    const tail *x = a, *y = b;
+    if (x->room != y->room) return x->room > y->room ? -1 : 1;
+    if (x->page->occupied_bytes != y->page->occupied_bytes) return x->page->occupied_bytes < y->page->occupied_bytes ? -1 : 1;
+    return x->page->order < y->page->order ? -1 : (x->page->order > y->page->order);
+}
+
+bool relo__compact_merge_tails(relo_device *d, relo_pool *pool, uint64_t length)
+{
+    relo__pass_settle(d);
+    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || !pool->variable_pages ||
+        pool->page_count < 2)
+        return false;
+    uint64_t g = pool->granule, lendable = UINT64_MAX, need;
+    if (d->desc.capacity) lendable = relo__sub_sat(d->desc.capacity, d->held.bytes_reserved);
+    if (!relo__round_up(length, g, &need)) return false;
+    uint64_t want = need > lendable ? need - lendable : g;
+    tail *c = relo__malloc(pool->page_count * sizeof *c);
+    if (!c) return false;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < pool->page_count; i++) {
+        relo_page *p = pool->pages[i];
+        if (relo__page_serves(p) && relo__page_movable_bytes(p) && p->size > p->occupied_bytes)
+            c[n++] = (tail){p, p->size - p->occupied_bytes};
+    }
+    qsort(c, n, sizeof *c, by_tail);
+    /* Most stranded first; a page whose allocations would make the new
+     * page larger than the device can lend is passed over. */
+    uint64_t live = 0, given = 0, merged = 0;
+    uint32_t taken = 0;
+    for (uint32_t i = 0; i < n && given < merged + want; i++) {
+        uint64_t l = live + c[i].page->occupied_bytes, page;
+        if (!relo__round_up(l, g, &page) || page > lendable) continue;
+        c[taken++] = c[i];
+        live = l;
+        given += c[i].page->size;
+        merged = page;
+    }
+    bool moved = false;
+    if (taken >= 2 && given >= merged + g) {
+        relo_pass pass;
+        relo__pass_begin(&pass, d, RELO_REASON_MEMORY_PRESSURE);
+        bool planned = true;
+        uint64_t after = live;
+        for (uint32_t i = 0; i < taken && planned; i++) {
+            relo_page *p = c[i].page;
+            after -= p->occupied_bytes;
+            planned = !relo__pass_full(&pass, p->live_size) && relo__pass_fence(&pass, p) &&
+                      relo__pass_plan_run(&pass, pool, p->first, NULL, RELO_NEW_PAGE_EXACT, after);
+        }
+        /* All or nothing: a page that could not be planned leaves the new
+         * page short of what the merge gives back. */
+        if (!planned) relo__pass_drop_moves(&pass);
+        moved = relo__pass_finish(&pass) && planned;
+        uint64_t released = 0;
+        release_dense_empty(d, relo__pool_stream(pool), 0, &released);
+    }
+    relo__free(c);
+    return moved;
+}

@@ -101,6 +101,8 @@ static void free_targets(relo_pass *plan, uint32_t from)
     plan->count = from;
 }
 
+void relo__pass_drop_moves(relo_pass *plan) { free_targets(plan, 0); }
+
 static int by_size_desc(const void *a, const void *b)
 {
     const relo_slice *x = *(relo_slice *const *)a, *y = *(relo_slice *const *)b;
@@ -110,6 +112,12 @@ static int by_size_desc(const void *a, const void *b)
 
 bool relo__pass_plan_slices(relo_pass *plan, relo_pool *target, relo_slice *first, const relo_slice *end,
                             relo_new_page new_page)
+{
+    return relo__pass_plan_run(plan, target, first, end, new_page, 0);
+}
+
+bool relo__pass_plan_run(relo_pass *plan, relo_pool *target, relo_slice *first, const relo_slice *end,
+                         relo_new_page new_page, uint64_t after)
 {
     uint32_t mark = plan->count;
     uint32_t live = 0;
@@ -128,8 +136,9 @@ bool relo__pass_plan_slices(relo_pass *plan, relo_pool *target, relo_slice *firs
     }
     bool ok = true;
     /* Allocations that need new pages of their own size share them: one
-     * page for the rest of the run, rounded to the granule once. */
-    uint64_t rest = 0;
+     * page for the rest of the run and the runs planned after it, rounded
+     * to the granule once. */
+    uint64_t rest = after;
     if (new_page == RELO_NEW_PAGE_EXACT)
         for (relo_slice *x = first; x != end; x = x->next)
             if (x->state == RELO_SLICE_LIVE) rest += x->length;

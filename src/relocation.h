@@ -110,6 +110,15 @@ bool relo__pass_plan_page(relo_pass *pass, relo_pool *target, relo_page *page, r
 bool relo__pass_plan_slices(relo_pass *pass, relo_pool *target, struct relo_slice *first,
                             const struct relo_slice *end, relo_new_page new_page);
 
+/** As relo__pass_plan_slices; with RELO_NEW_PAGE_EXACT a new page taken for
+ *  the run also has room for `after` more bytes (of runs the caller plans
+ *  next, which then land in it). */
+bool relo__pass_plan_run(relo_pass *pass, relo_pool *target, struct relo_slice *first,
+                         const struct relo_slice *end, relo_new_page new_page, uint64_t after);
+
+/** Gives back every target planned in pass: nothing of it will move. */
+void relo__pass_drop_moves(relo_pass *pass);
+
 /** Adds a slide of slice (LIVE, on a page fenced in this slide pass) down
  *  to offset to. False: host memory ran out (nothing added). */
 bool relo__pass_add_slide(relo_pass *pass, relo_slice *slice, uint64_t to);
@@ -304,6 +313,24 @@ uint64_t relo__compact_and_release(relo_device *device, struct relo_stream *only
  * Nothing moves while relocation is not allowed. Device lock held.
  */
 bool relo__compact_make_room(relo_device *device, relo_pool *pool, uint64_t length);
+
+/**
+ * Gives back a granule or more of the tails that rounding strands, for a
+ * request the device refused a page for: a page of a variable-page pool
+ * holds its allocations rounded up to the granule, so each may strand up
+ * to a granule less a byte, too little for anything to move into, while
+ * the tails of several pages together make whole granules. The
+ * allocations of such pages (most free room first, fewest live bytes among
+ * equals) move together into one new page of their combined size, which
+ * the device must lend first, and the pages they leave go back. Pages are
+ * taken while the new page stays within what the device may still lend
+ * (relo_device_desc.capacity less the bytes held; any size when the
+ * capacity is not known) and until the pages given back pass it by what a
+ * page for a request of length bytes lacks (at least a granule). One pass,
+ * all or nothing. Returns whether anything moved. Nothing moves while
+ * relocation is not allowed. Device lock held.
+ */
+bool relo__compact_merge_tails(relo_device *device, relo_pool *pool, uint64_t length);
 
 /* ---- packing a page in place (slide.c) -------------------------------------
  * Packing pages in place (docs/design.md §10, docs/policy.md):

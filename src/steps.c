@@ -13,6 +13,10 @@
  */
 #include "relocation.h"
 
+/* Merges of stranded tails one refused reservation may try (each gives
+ * back at least a granule, or stops the sequence). */
+#define RELO_MERGE_TRIES 8
+
 void relo__steps_before_reserve(relo_device *d, relo_stream *s, bool may_relocate)
 {
     /* 1. pages emptied since the last call go back (O(1) when none);
@@ -61,12 +65,22 @@ relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, r
      *    that opened. */
     uint64_t padded;
     if (!relo__pad_size(size, d->alignment, UINT64_MAX, &padded)) return st;
-    if (relo__compact_make_room(d, room_pool, padded)) return retry(ctx);
-    if (!relo__slide_make_room(d, room_pool, padded)) return st;
-    st = retry(ctx);
-    if (st == RELO_ERR_OUT_OF_MEMORY &&
-        relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE) > 0)
+    if (relo__compact_make_room(d, room_pool, padded)) {
         st = retry(ctx);
+    } else if (relo__slide_make_room(d, room_pool, padded)) {
+        st = retry(ctx);
+        if (st == RELO_ERR_OUT_OF_MEMORY &&
+            relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE) > 0)
+            st = retry(ctx);
+    }
+    /* 5. Still refused, with the room in tails that rounding to the granule
+     *    strands on pages too full for anything to move into: the
+     *    allocations of such pages move together into one new page, and a
+     *    granule or more goes back each time. */
+    for (int i = 0; i < RELO_MERGE_TRIES && st == RELO_ERR_OUT_OF_MEMORY; i++) {
+        if (!relo__compact_merge_tails(d, room_pool, padded)) break;
+        st = retry(ctx);
+    }
     return st;
 }
 
