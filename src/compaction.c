@@ -287,11 +287,16 @@ typedef struct tail {
     uint64_t room;
 } tail;
 
+/* Most stranded per byte that would move first: those give back the most
+ * for the least room the new page needs and the least copying. */
 static int by_tail(const void *a, const void *b)
 {
     const tail *x = a, *y = b;
-    if (x->room != y->room) return x->room > y->room ? -1 : 1;
-    if (x->page->occupied_bytes != y->page->occupied_bytes) return x->page->occupied_bytes < y->page->occupied_bytes ? -1 : 1;
+    /* room / occupied compared as cross products; long double keeps their
+     * order (an exact 128-bit product is not needed to sort). */
+    long double rx = (long double)x->room * (long double)y->page->occupied_bytes;
+    long double ry = (long double)y->room * (long double)x->page->occupied_bytes;
+    if (rx != ry) return rx > ry ? -1 : 1;
     return x->page->order < y->page->order ? -1 : (x->page->order > y->page->order);
 }
 
