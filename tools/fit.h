@@ -25,7 +25,7 @@
 #include "replay.h"
 
 /** The search stops when (high - low) ≤ low × FIT_TOLERANCE. */
-#define FIT_TOLERANCE 0.005
+#define FIT_TOLERANCE 0.001
 
 typedef struct fit_result {
     bool found;

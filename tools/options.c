@@ -32,7 +32,7 @@ void options_usage(FILE *f)
         "  --capacity BYTES|auto      device size (e.g. 24G, 1.5GiB, 512M; binary\n"
         "                             units); default unlimited. 'auto' means the fit\n"
         "                             capacity: implies --fit and replays at it\n"
-        "  --fit                      find by bisection (within 0.5 %) the smallest\n"
+        "  --fit                      find by bisection (within 0.1 %) the smallest\n"
         "                             capacity the trace completes on without running\n"
         "                             out of memory, starting from peak live bytes\n"
         "  --sweep FROM:TO:STEP       replay at every capacity from FROM to TO by STEP,\n"
