@@ -5,7 +5,7 @@
 # examples/traces; any folder of traces recorded by
 # tools/torch_snapshot_to_trace.py will do): peak reserved / peak live with no
 # capacity limit ("unlim.") and the fit ratio (smallest capacity the trace
-# completes on / peak live, by relo-replay --fit, within 0.5 %), for the
+# completes on / peak live, by relo-replay --fit, within 0.1 %), for the
 # seed policy (adaptive layout, relocation on), the seed policy with
 # relocation off, the EXCLUSIVE layout, and relo's default, the dense
 # policy. Sim backend charging a 2 MiB granule per buffer (relo-replay's
