@@ -57,11 +57,14 @@ typedef struct relo_adaptive {
 #define RELO_DENSE_PASS_MAX_BYTES (64 * RELO_MiB) /* default bound of one compaction pass */
 #define RELO_DENSE_SLACK_DIVISOR 16u  /* pack before a new page past live + live/16 */
 #define RELO_DENSE_QUIET_PAGES 8u     /* new pages before packing is tried again in vain */
-#define RELO_DENSE_PAGE_DIVISOR 64u   /* small pages ≤ peak live / 64 (within floor and base) */
+#define RELO_DENSE_PAGE_DIVISOR 64u   /* small pages ≤ peak live / 64 (within floor and base), but
+                                         at least the pool's largest_own (up to base) */
 
 typedef struct relo_dense {
     relo_pool pools[RELO_DENSE_POOLS]; /* fine, large */
     uint32_t quiet;                 /* new pages before packing is tried again */
+    uint64_t largest_own[RELO_DENSE_POOLS]; /* the largest request above each pool's small-request
+                                               bound that needed a new page (0 = none yet) */
 } relo_dense;
 
 /* ---- buckets (RELO_LAYOUT_EXCLUSIVE) ------------------------------------ */

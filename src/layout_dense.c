@@ -12,6 +12,7 @@
  *           ≤ 10 MiB as fit in 20 MiB, else just the request, rounded up
  *           to 2 MiB or the device's granule; any free room of any page
  *           serves any size that fits,
+ * the 2 and 20 MiB pages smaller while the workload is small (scale_pages),
  * both best fit (smallest free slice that fits, lowest address among
  * equals), free neighbours merged.
  */
@@ -26,6 +27,7 @@ static relo_status dense_init(relo_stream_layout *l, const relo_pool_home *home)
     static const uint64_t small_max[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_MAX, RELO_DENSE_MEDIUM_MAX};
     static const uint64_t small_page[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_PAGE, RELO_DENSE_MEDIUM_PAGE};
     l->dense.quiet = 0;
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) l->dense.largest_own[k] = 0;
     for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
         relo_pool *p = &l->dense.pools[k];
         /* Pages are multiples of the device's granule too: a page the
@@ -57,14 +59,26 @@ relo_pool *relo__dense_spill_pool(relo_stream_layout *l, const relo_pool *pool)
 
 /* Small pages follow the workload's scale: a page of at most 1/divisor of
  * the most bytes ever live, between the pool's floor and its base size,
- * so a workload of tens of MiB is not carved in 20 MiB pieces. */
-static void scale_pages(relo_dense *dense, relo_pool *pool, uint64_t live, uint64_t *live_peak)
+ * so a workload of tens of MiB is not carved in 20 MiB pieces. A young
+ * workload is not a small one, though: once the pool has needed a page for
+ * a request above its small-request bound (a tensor that has a page of its
+ * own, over 10 MiB in the large pool), its small pages are at least that
+ * request, up to the base. Such a request's own page is already larger
+ * than the smaller page would be, and the live bytes so far (the first
+ * layers of a model) say little of where the workload is going: without
+ * this, a GPU workload took a hundred 4-16 MiB pages before its live bytes
+ * reached the 1.28 GB at which 1/64 is 20 MiB. padded is the request a
+ * page is needed for. */
+static void scale_pages(relo_dense *dense, relo_pool *pool, uint64_t live, uint64_t padded, uint64_t *live_peak)
 {
     if (live > *live_peak) *live_peak = live;
-    uint64_t base = pool == &dense->pools[0] ? RELO_DENSE_FINE_PAGE : RELO_DENSE_MEDIUM_PAGE;
+    uint32_t k = pool == &dense->pools[0] ? 0 : 1;
+    if (padded > pool->small_request_max && padded > dense->largest_own[k]) dense->largest_own[k] = padded;
+    uint64_t base = k == 0 ? RELO_DENSE_FINE_PAGE : RELO_DENSE_MEDIUM_PAGE;
     base = relo__max(base, pool->granule);
     uint64_t page;
     if (!relo__round_up(*live_peak / RELO_DENSE_PAGE_DIVISOR, pool->granule, &page)) page = base;
+    page = relo__max(page, dense->largest_own[k]);
     page = relo__min(relo__max(page, pool->granule), relo__min(base, pool->page_size));
     pool->small_request_page = relo__round_down(page, pool->home->alignment);
 }
@@ -89,7 +103,7 @@ static bool dense_want_pack(relo_stream_layout *l, uint64_t size, uint64_t live,
     if (!relo__pad_size(size, home->alignment, home->max_page, &padded)) return false;
     relo_pool *pool = relo__dense_pool_for(l, padded);
     live += padded;
-    scale_pages(&l->dense, pool, live, live_peak);
+    scale_pages(&l->dense, pool, live, padded, live_peak);
     *page = relo__sliced_new_page_size(pool, padded);
     if (l->dense.quiet > 0) {
         l->dense.quiet--;

@@ -335,4 +335,30 @@ CHECK_TEST(repeated_large_size_gets_a_page_of_two)
     fx_close(&f);
 }
 
+/* The large pool's small pages follow the workload (1/64 of the most bytes
+ * live), but once a request above 10 MiB has needed a page of its own they
+ * are at least that request: four 3 MiB requests after a 12 MiB one share
+ * one 12 MiB page. Without such a request the same four, in a workload of
+ * 12 MiB, get a 4 MiB page each. */
+CHECK_TEST(large_request_sets_the_small_page_floor)
+{
+    fx f;
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_host_desc hd = fx_host();
+    relo_handle h[5];
+    require_ok(fx_open(&f, &hd, &dd));
+    h[4] = fx_reserve(f.s, 12 * MiB);
+    expect_eq(fx_stats(f.s).backend_allocs, 1);
+    for (int i = 0; i < 4; i++) h[i] = fx_reserve(f.s, 3 * MiB);
+    expect_eq(fx_stats(f.s).backend_allocs, 2);
+    expect_eq(fx_stats(f.s).bytes_reserved, 24 * MiB);
+    fx_close_releasing(&f, h, 5);
+
+    require_ok(fx_open(&f, &hd, &dd));
+    for (int i = 0; i < 4; i++) h[i] = fx_reserve(f.s, 3 * MiB);
+    expect_eq(fx_stats(f.s).backend_allocs, 4);
+    expect_eq(fx_stats(f.s).bytes_reserved, 16 * MiB);
+    fx_close_releasing(&f, h, 4);
+}
+
 CHECK_MAIN()
