@@ -92,10 +92,13 @@ void relo__free_index_refresh(relo_free_index *index, relo_slice *slice)
 {
     RELO_ASSERT(!index->by_size);
     if (index->by_size) return;
-    if (index->path_len && index->path[index->path_len - 1] == slice)
+    if (index->path_len && index->path[index->path_len - 1] == slice) {
         relo__free_tree_refresh_path(index->path, index->path_len);
-    else
-        relo__free_tree_refresh(index->root, slice);
+        return;
+    }
+    /* Another slice may have grown past the hint: the path goes with it. */
+    index->path_len = 0;
+    relo__free_tree_refresh(index->root, slice);
 }
 
 /* a before b in address order: lower page, then lower offset. */
@@ -122,7 +125,14 @@ static relo_slice *scan(relo_slice *s, uint64_t length, uint32_t limit, relo_sli
 
 relo_slice *relo__free_index_find(relo_free_index *index, uint64_t length)
 {
-    if (!index->by_size) return relo__free_tree_first_fit(index->root, length, index->path, &index->path_len);
+    if (!index->by_size) {
+        if (index->path_len && length >= index->hint_length) {
+            relo_slice *last = index->path[index->path_len - 1];
+            if (last->length >= length) return last; /* nothing before it fits */
+        }
+        index->hint_length = length;
+        return relo__free_tree_first_fit(index->root, length, index->path, &index->path_len);
+    }
     if (!index->fl_bitmap) return NULL;
     uint32_t fl, sl;
     relo__free_index_class(length, &fl, &sl);
@@ -168,6 +178,9 @@ bool relo__free_index_check(const relo_free_index *index, uint64_t *count, const
                                  : s == index->path[i - 1]->left || s == index->path[i - 1]->right;
             if (!linked) FAIL("free tree's kept path is not a path from its root");
         }
+        if (index->path_len &&
+            relo__free_tree_fits_before(index->root, index->path[index->path_len - 1], index->hint_length))
+            FAIL("free tree's hint is wrong: a slice before the last fit is as long");
         return true;
     }
     if (index->fl_count > RELO_FREE_FL_MAX) FAIL("free index has too many levels");

@@ -75,6 +75,10 @@ relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length, relo_sl
  */
 void relo__free_tree_refresh_path(relo_slice *const *path, uint32_t path_len);
 
+/** Whether a slice before `slice` in address order (slice in the tree)
+ *  is length bytes or longer. O(depth). */
+bool relo__free_tree_fits_before(const relo_slice *root, const relo_slice *slice, uint64_t length);
+
 /** Checks order, heap and max_length invariants; counts nodes. Returns
  *  false on the first broken one. */
 bool relo__free_tree_check(const relo_slice *root, uint64_t *count);
@@ -91,6 +95,14 @@ typedef struct relo_free_index {
      * cache misses, and each key compared reaches its node's page too. */
     relo_slice **path;          /* RELO_FREE_PATH_MAX entries, from init */
     uint32_t path_len;
+    /* While a path is held, no slice before its end in address order is
+     * hint_length bytes or longer (that search found the first fit for
+     * hint_length, and carving the found slice, or growing it, keeps
+     * this true): a later search for at least hint_length bytes that the
+     * same slice still fits is answered without a walk, as runs of
+     * reservations and a pass's targets ask. Any other refresh, insert or
+     * remove drops the path and with it this. */
+    uint64_t hint_length;
     /* by size: classes of first level f and second level s at
      * bins[f * RELO_FREE_SL_COUNT + s]; fl_count first levels are kept,
      * enough for the longest slice the pool may hold. */

@@ -141,6 +141,21 @@ relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length, relo_sl
     return s;
 }
 
+bool relo__free_tree_fits_before(const relo_slice *root, const relo_slice *slice, uint64_t length)
+{
+    for (const relo_slice *s = root; s;) {
+        if (s == slice) return max_of(s->left) >= length;
+        if (before(slice, s)) {
+            s = s->left;
+        } else {
+            /* s and everything left of it come before slice. */
+            if (s->length >= length || max_of(s->left) >= length) return true;
+            s = s->right;
+        }
+    }
+    return false;
+}
+
 static bool check(const relo_slice *s, const relo_slice *lo, const relo_slice *hi,
                   uint64_t *count)
 {
