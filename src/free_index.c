@@ -91,14 +91,9 @@ void relo__free_index_destroy(relo_free_index *index)
 void relo__free_index_refresh(relo_free_index *index, relo_slice *slice)
 {
     RELO_ASSERT(!index->by_size);
-    if (index->by_size) return;
-    if (index->path_len && index->path[index->path_len - 1] == slice) {
-        relo__free_tree_refresh_path(index->path, index->path_len);
-        return;
-    }
-    /* Another slice may have grown past the hint: the path goes with it. */
-    index->path_len = 0;
-    relo__free_tree_refresh(index->root, slice);
+    /* The slice the last search found climbs the path kept for it; any
+     * other may have grown past the hint, and the path goes with it. */
+    if (!index->by_size) relo__free_tree_refresh(index->root, slice, index->path, &index->path_len);
 }
 
 /* a before b in address order: lower page, then lower offset. */

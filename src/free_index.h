@@ -55,9 +55,15 @@ void relo__free_tree_remove(relo_slice **root, relo_slice *slice);
 /**
  * Restores the subtree maxima above a slice whose length (and, by address,
  * offset) changed in place without passing any other slice of the tree in
- * its order. Cheaper than a remove and an insert: one walk, no rotations.
+ * its order. Cheaper than a remove and an insert: no rotations, and it
+ * stops at the first node whose maximum did not change. When the slice
+ * ends the path kept by the last relo__free_tree_first_fit (path, with
+ * *path_len nodes, in a tree that has not changed shape since), it climbs
+ * that path, comparing no keys; otherwise it walks down from the root and
+ * sets *path_len to 0, since the slice may now be a fit before the kept
+ * one. path and path_len may be NULL: no path is kept.
  */
-void relo__free_tree_refresh(relo_slice *root, relo_slice *slice);
+void relo__free_tree_refresh(relo_slice *root, relo_slice *slice, relo_slice *const *path, uint32_t *path_len);
 
 /** The lowest-address slice with length ≥ length, or NULL. When path is
  *  not NULL and a slice is found at most RELO_FREE_PATH_MAX nodes deep,
@@ -66,14 +72,6 @@ void relo__free_tree_refresh(relo_slice *root, relo_slice *slice);
 relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length, relo_slice **path,
                                       uint32_t *path_len);
 
-/**
- * As relo__free_tree_refresh, for the slice at the end of path (the nodes
- * from the root down to it, as relo__free_tree_first_fit stores them, in a
- * tree that has not changed shape since): climbs the path instead of
- * searching down, comparing no keys, and stops at the first node whose
- * maximum did not change.
- */
-void relo__free_tree_refresh_path(relo_slice *const *path, uint32_t path_len);
 
 /** Whether a slice before `slice` in address order (slice in the tree)
  *  is length bytes or longer. O(depth). */

@@ -109,14 +109,21 @@ static bool refresh(relo_slice *node, relo_slice *target)
     return node->max_length != was;
 }
 
-void relo__free_tree_refresh(relo_slice *root, relo_slice *slice) { (void)refresh(root, slice); }
-
-void relo__free_tree_refresh_path(relo_slice *const *path, uint32_t path_len)
+void relo__free_tree_refresh(relo_slice *root, relo_slice *slice, relo_slice *const *path, uint32_t *path_len)
 {
-    for (uint32_t i = path_len; i-- > 0;) {
-        uint64_t was = path[i]->max_length;
-        update(path[i]);
-        if (path[i]->max_length == was) return;
+    uint32_t n = path_len ? *path_len : 0;
+    if (n == 0 || path[n - 1] != slice) {
+        if (path_len) *path_len = 0;
+        (void)refresh(root, slice);
+        return;
+    }
+    while (n-- > 0) {
+        relo_slice *s = path[n];
+        uint64_t m = s->length, l = max_of(s->left), r = max_of(s->right);
+        if (l > m) m = l;
+        if (r > m) m = r;
+        if (m == s->max_length) return; /* and so is every maximum above */
+        s->max_length = m;
     }
 }
 

@@ -336,7 +336,7 @@ CHECK_TEST(by_address_a_search_keeps_its_path_and_hint_until_they_go_stale)
     /* The checker sees a hint gone stale behind the index's back. */
     require_true(relo__free_index_find(&x, 7000) == &b.slices[3]);
     b.slices[0].length = 7500;
-    relo__free_tree_refresh(x.root, &b.slices[0]);
+    relo__free_tree_refresh(x.root, &b.slices[0], NULL, NULL);
     uint64_t count;
     const char *why = NULL;
     expect_true(!relo__free_index_check(&x, &count, &why));
