@@ -54,6 +54,11 @@ relo_status relo__free_index_init(relo_free_index *index, bool by_size, uint64_t
         return RELO_OK;
     }
     if (!by_size) {
+        if (!index->path) {
+            index->path = relo__malloc(RELO_FREE_PATH_MAX * sizeof *index->path);
+            if (!index->path) return RELO_ERR_HOST_MEMORY;
+            index->path_len = 0;
+        }
         index->by_size = false;
         return RELO_OK;
     }
@@ -79,13 +84,16 @@ void relo__free_index_destroy(relo_free_index *index)
 {
     relo__free(index->bins);
     relo__free(index->sl_bitmap);
+    relo__free(index->path);
     memset(index, 0, sizeof *index);
 }
 
 void relo__free_index_refresh(relo_free_index *index, relo_slice *slice)
 {
     RELO_ASSERT(!index->by_size);
-    if (!index->by_size) relo__free_tree_refresh(index->root, slice);
+    /* The slice the last search found climbs the path kept for it; any
+     * other may have grown past the hint, and the path goes with it. */
+    if (!index->by_size) relo__free_tree_refresh(index->root, slice, index->path, &index->path_len);
 }
 
 /* a before b in address order: lower page, then lower offset. */
@@ -110,9 +118,16 @@ static relo_slice *scan(relo_slice *s, uint64_t length, uint32_t limit, relo_sli
     return best;
 }
 
-relo_slice *relo__free_index_find(const relo_free_index *index, uint64_t length)
+relo_slice *relo__free_index_find(relo_free_index *index, uint64_t length)
 {
-    if (!index->by_size) return relo__free_tree_first_fit(index->root, length);
+    if (!index->by_size) {
+        if (index->path_len && length >= index->hint_length) {
+            relo_slice *last = index->path[index->path_len - 1];
+            if (last->length >= length) return last; /* nothing before it fits */
+        }
+        index->hint_length = length;
+        return relo__free_tree_first_fit(index->root, length, index->path, &index->path_len);
+    }
     if (!index->fl_bitmap) return NULL;
     uint32_t fl, sl;
     relo__free_index_class(length, &fl, &sl);
@@ -150,6 +165,17 @@ bool relo__free_index_check(const relo_free_index *index, uint64_t *count, const
     *count = 0;
     if (!index->by_size) {
         if (!relo__free_tree_check(index->root, count)) FAIL("free tree is malformed");
+        if (index->path_len > RELO_FREE_PATH_MAX || (index->path_len && !index->path))
+            FAIL("free tree's kept path is too long");
+        for (uint32_t i = 0; i < index->path_len; i++) {
+            const relo_slice *s = index->path[i];
+            bool linked = i == 0 ? s == index->root
+                                 : s == index->path[i - 1]->left || s == index->path[i - 1]->right;
+            if (!linked) FAIL("free tree's kept path is not a path from its root");
+        }
+        if (index->path_len &&
+            relo__free_tree_fits_before(index->root, index->path[index->path_len - 1], index->hint_length))
+            FAIL("free tree's hint is wrong: a slice before the last fit is as long");
         return true;
     }
     if (index->fl_count > RELO_FREE_FL_MAX) FAIL("free index has too many levels");

@@ -41,6 +41,11 @@
  * so they can go back) is one walk down the tree, O(log n) expected. A
  * slice's length never changes while it is in the tree. */
 
+/* The longest root-to-slice path a search keeps for the refresh after it
+ * (free_index.h); a deeper slice, rare in a treap (expected depth about
+ * 2 ln n), is refreshed by the search from the root instead. */
+#define RELO_FREE_PATH_MAX 64u
+
 /** Inserts a free slice (its links are overwritten). */
 void relo__free_tree_insert(relo_slice **root, relo_slice *slice);
 
@@ -50,12 +55,27 @@ void relo__free_tree_remove(relo_slice **root, relo_slice *slice);
 /**
  * Restores the subtree maxima above a slice whose length (and, by address,
  * offset) changed in place without passing any other slice of the tree in
- * its order. Cheaper than a remove and an insert: one walk, no rotations.
+ * its order. Cheaper than a remove and an insert: no rotations, and it
+ * stops at the first node whose maximum did not change. When the slice
+ * ends the path kept by the last relo__free_tree_first_fit (path, with
+ * *path_len nodes, in a tree that has not changed shape since), it climbs
+ * that path, comparing no keys; otherwise it walks down from the root and
+ * sets *path_len to 0, since the slice may now be a fit before the kept
+ * one. path and path_len may be NULL: no path is kept.
  */
-void relo__free_tree_refresh(relo_slice *root, relo_slice *slice);
+void relo__free_tree_refresh(relo_slice *root, relo_slice *slice, relo_slice *const *path, uint32_t *path_len);
 
-/** The lowest-address slice with length ≥ length, or NULL. */
-relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length);
+/** The lowest-address slice with length ≥ length, or NULL. When path is
+ *  not NULL and a slice is found at most RELO_FREE_PATH_MAX nodes deep,
+ *  the nodes from the root down to it are stored in path and their count
+ *  in *path_len; otherwise *path_len is 0. */
+relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length, relo_slice **path,
+                                      uint32_t *path_len);
+
+
+/** Whether a slice before `slice` in address order (slice in the tree)
+ *  is length bytes or longer. O(depth). */
+bool relo__free_tree_fits_before(const relo_slice *root, const relo_slice *slice, uint64_t length);
 
 /** Checks order, heap and max_length invariants; counts nodes. Returns
  *  false on the first broken one. */
@@ -65,6 +85,22 @@ typedef struct relo_free_index {
     bool by_size;               /* size classes (best fit) or the address treap */
     /* by address */
     relo_slice *root;
+    /* The path from the root to the slice the last search returned, while
+     * no insert or remove has changed the tree's shape since (path_len 0:
+     * none held). The slice a search returns is usually carved next, and
+     * the refresh that follows climbs this path instead of walking down
+     * the tree again: on a pool of many pages the nodes of the walk are
+     * cache misses, and each key compared reaches its node's page too. */
+    relo_slice **path;          /* RELO_FREE_PATH_MAX entries, from init */
+    uint32_t path_len;
+    /* While a path is held, no slice before its end in address order is
+     * hint_length bytes or longer (that search found the first fit for
+     * hint_length, and carving the found slice, or growing it, keeps
+     * this true): a later search for at least hint_length bytes that the
+     * same slice still fits is answered without a walk, as runs of
+     * reservations and a pass's targets ask. Any other refresh, insert or
+     * remove drops the path and with it this. */
+    uint64_t hint_length;
     /* by size: classes of first level f and second level s at
      * bins[f * RELO_FREE_SL_COUNT + s]; fl_count first levels are kept,
      * enough for the longest slice the pool may hold. */
@@ -77,7 +113,8 @@ typedef struct relo_free_index {
 /**
  * Sets up an empty index. by_size chooses the rule; max_length is the
  * longest slice it will ever hold (by size, the classes are allocated
- * for it). Returns RELO_OK or RELO_ERR_HOST_MEMORY (nothing allocated).
+ * for it; by address, the path a search keeps for its refresh). Returns
+ * RELO_OK or RELO_ERR_HOST_MEMORY (nothing allocated).
  * Calling it again on an index set up with the same rule does nothing.
  */
 relo_status relo__free_index_init(relo_free_index *index, bool by_size, uint64_t max_length);
@@ -96,7 +133,7 @@ void relo__free_index_destroy(relo_free_index *index);
  * (1/RELO_FREE_SL_COUNT of the length) in O(1); exact by size when the
  * classes searched hold at most eight slices each or one length.
  */
-relo_slice *relo__free_index_find(const relo_free_index *index, uint64_t length);
+relo_slice *relo__free_index_find(relo_free_index *index, uint64_t length);
 
 /**
  * Restores what the index keeps about a slice whose offset and length
@@ -138,6 +175,7 @@ static inline void relo__free_index_class(uint64_t length, uint32_t *fl, uint32_
 static inline void relo__free_index_insert(relo_free_index *index, relo_slice *slice)
 {
     if (!index->by_size) {
+        index->path_len = 0; /* rotations change the paths */
         relo__free_tree_insert(&index->root, slice);
         return;
     }
@@ -157,6 +195,7 @@ static inline void relo__free_index_insert(relo_free_index *index, relo_slice *s
 static inline void relo__free_index_remove(relo_free_index *index, relo_slice *slice)
 {
     if (!index->by_size) {
+        index->path_len = 0;
         relo__free_tree_remove(&index->root, slice);
         return;
     }

@@ -97,27 +97,70 @@ void relo__free_tree_remove(relo_slice **root, relo_slice *slice)
     slice->left = slice->right = NULL;
 }
 
-static void refresh(relo_slice *node, relo_slice *target)
+/* Restores the maxima from node down to target; returns whether node's
+ * changed. Only target's length changed, so once a node's maximum is as it
+ * was, every maximum above it is too. */
+static bool refresh(relo_slice *node, relo_slice *target)
 {
-    if (!node) return; /* not present: nothing to restore */
-    if (node != target) refresh(before(target, node) ? node->left : node->right, target);
+    if (!node) return false; /* not present: nothing to restore */
+    if (node != target && !refresh(before(target, node) ? node->left : node->right, target)) return false;
+    uint64_t was = node->max_length;
     update(node);
+    return node->max_length != was;
 }
 
-void relo__free_tree_refresh(relo_slice *root, relo_slice *slice) { refresh(root, slice); }
-
-relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length)
+void relo__free_tree_refresh(relo_slice *root, relo_slice *slice, relo_slice *const *path, uint32_t *path_len)
 {
+    uint32_t n = path_len ? *path_len : 0;
+    if (n == 0 || path[n - 1] != slice) {
+        if (path_len) *path_len = 0;
+        (void)refresh(root, slice);
+        return;
+    }
+    while (n-- > 0) {
+        relo_slice *s = path[n];
+        uint64_t m = s->length, l = max_of(s->left), r = max_of(s->right);
+        if (l > m) m = l;
+        if (r > m) m = r;
+        if (m == s->max_length) return; /* and so is every maximum above */
+        s->max_length = m;
+    }
+}
+
+relo_slice *relo__free_tree_first_fit(relo_slice *root, uint64_t length, relo_slice **path,
+                                      uint32_t *path_len)
+{
+    uint32_t depth = 0;
     relo_slice *s = root;
+    if (path_len) *path_len = 0;
     if (!s || s->max_length < length) return NULL;
     for (;;) {
+        if (path && depth < RELO_FREE_PATH_MAX) path[depth] = s;
+        depth++;
         if (s->left && s->left->max_length >= length)
             s = s->left;
         else if (s->length >= length)
-            return s;
+            break;
         else
             s = s->right; /* max_length guarantees a fit on this side */
     }
+    if (path && path_len && depth <= RELO_FREE_PATH_MAX) *path_len = depth;
+    return s;
+}
+
+bool relo__free_tree_fits_before(const relo_slice *root, const relo_slice *slice, uint64_t length)
+{
+    for (const relo_slice *s = root; s;) {
+        if (s == slice) return max_of(s->left) >= length;
+        if (before(slice, s)) {
+            s = s->left;
+        } else {
+            /* s and everything left of it come before slice. */
+            if (s->length >= length || max_of(s->left) >= length) return true;
+            s = s->right;
+        }
+    }
+    return false;
 }
 
 static bool check(const relo_slice *s, const relo_slice *lo, const relo_slice *hi,

@@ -4,7 +4,8 @@
  * bitmaps, best fit with the lowest address among equal lengths, the
  * address-ordered first fit the seed policy keeps, and the invariant
  * checker (relo__free_index_check) that relo_device_check runs on every
- * pool. A randomized case compares the index with a plain array. Last, the
+ * pool, and the path and hint a search by address keeps for what follows
+ * it. Randomized cases compare the index with a plain array. Last, the
  * page counters passes read instead of walking a page's slices.
  */
 #include "check.h"
@@ -281,6 +282,106 @@ CHECK_TEST(random_operations_agree_with_a_plain_array)
             bool same_class = gf == bf && gs == bs;
             bool best_in_request_class = bf == rf && bs == rs;
             if (!same_class && !best_in_request_class) failures++;
+        }
+        if (op % 997 == 0 && !index_ok(&x, held)) failures++;
+    }
+    if (failures) fprintf(stderr, "  seed %llu\n", (unsigned long long)seed);
+    expect_eq(failures, 0);
+    expect_true(index_ok(&x, held));
+    relo__free_index_destroy(&x);
+}
+
+/* The first fit by address by brute force: lowest page order, then offset. */
+static relo_slice *brute_first(bench_set *b, uint64_t length)
+{
+    relo_slice *first = NULL;
+    for (uint32_t i = 0; i < SLICES; i++) {
+        relo_slice *s = &b->slices[i];
+        if (!b->in[i] || s->length < length) continue;
+        if (!first || s->page->order < first->page->order ||
+            (s->page->order == first->page->order && s->offset < first->offset))
+            first = s;
+    }
+    return first;
+}
+
+CHECK_TEST(by_address_a_search_keeps_its_path_and_hint_until_they_go_stale)
+{
+    bench_set b;
+    relo_free_index x;
+    require_ok(open_index(&b, &x, false, 1 << 20, PLACES({0, 0, 100}, {0, 10000, 5000}, {1, 0, 8000})));
+    require_true(relo__free_index_find(&x, 4000) == &b.slices[1]);
+    expect_true(x.path_len > 0);
+    /* Carved from the front, as a reservation does: the refresh climbs the
+     * kept path, and the next search of as much is answered by the hint. */
+    b.slices[1].offset += 1000;
+    b.slices[1].length -= 1000;
+    relo__free_index_refresh(&x, &b.slices[1]);
+    expect_true(index_ok(&x, 3));
+    expect_true(x.path_len > 0);
+    expect_true(relo__free_index_find(&x, 4000) == &b.slices[1]);
+    expect_true(relo__free_index_find(&x, 4001) == &b.slices[2]);
+    /* A slice before the hint's grows (a neighbour merged into it): the
+     * hint goes, and the search finds the grown slice first. */
+    require_true(relo__free_index_find(&x, 4000) == &b.slices[1]);
+    b.slices[0].length = 4500;
+    relo__free_index_refresh(&x, &b.slices[0]);
+    expect_true(index_ok(&x, 3));
+    expect_true(relo__free_index_find(&x, 4000) == &b.slices[0]);
+    /* A slice inserted before the hint's: found, not skipped. */
+    require_true(relo__free_index_find(&x, 6000) == &b.slices[2]);
+    relo__free_index_insert(&x, make(&b, 3, 0, 20000, 7000));
+    expect_true(relo__free_index_find(&x, 6000) == &b.slices[3]);
+    expect_true(index_ok(&x, 4));
+    /* The checker sees a hint gone stale behind the index's back. */
+    require_true(relo__free_index_find(&x, 7000) == &b.slices[3]);
+    b.slices[0].length = 7500;
+    relo__free_tree_refresh(x.root, &b.slices[0], NULL, NULL);
+    uint64_t count;
+    const char *why = NULL;
+    expect_true(!relo__free_index_check(&x, &count, &why));
+    relo__free_index_refresh(&x, &b.slices[0]);
+    expect_true(index_ok(&x, 4));
+    relo__free_index_destroy(&x);
+}
+
+CHECK_TEST(by_address_random_operations_agree_with_a_plain_array)
+{
+    uint64_t seed = check_seed();
+    uint64_t rng = seed;
+    bench_set b;
+    relo_free_index x;
+    require_ok(open_index(&b, &x, false, (uint64_t)1 << 30, NULL, 0));
+    uint64_t held = 0, failures = 0;
+    /* Slice i lives within [1 MiB * i, 1 MiB * (i + 1)) of its page, so
+     * carving and growing in place never pass another slice. */
+    for (int op = 0; op < 200000 && failures == 0; op++) {
+        uint32_t i = (uint32_t)(fx_rand(&rng) % SLICES);
+        if (!b.in[i]) {
+            uint64_t len = fx_range(&rng, 1, 600000);
+            relo__free_index_insert(&x, make(&b, i, (uint32_t)(fx_rand(&rng) % PAGES), (uint64_t)i << 20, len));
+            b.in[i] = true;
+            held++;
+        } else if (fx_rand(&rng) % 4 == 0) {
+            relo__free_index_remove(&x, &b.slices[i]);
+            b.in[i] = false;
+            held--;
+        } else if (fx_rand(&rng) % 3 == 0) {
+            uint64_t end = ((uint64_t)i + 1) << 20, used = b.slices[i].offset + b.slices[i].length;
+            if (used < end) b.slices[i].length += fx_range(&rng, 1, end - used);
+            relo__free_index_refresh(&x, &b.slices[i]);
+        }
+        /* Runs of one length, as reservations come, and the odd other. */
+        uint64_t want = fx_rand(&rng) % 4 ? 4096u * (1 + fx_rand(&rng) % 4) : fx_range(&rng, 1, 1000000);
+        for (int run = 0; run < 4 && failures == 0; run++) {
+            relo_slice *got = relo__free_index_find(&x, want), *first = brute_first(&b, want);
+            if (got != first) {
+                failures++;
+            } else if (got && got->length > want) {
+                got->offset += want; /* carved from the front */
+                got->length -= want;
+                relo__free_index_refresh(&x, got);
+            }
         }
         if (op % 997 == 0 && !index_ok(&x, held)) failures++;
     }
