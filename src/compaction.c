@@ -11,14 +11,14 @@
 
 #define MAX_PASSES 64
 
-/* Bytes a page would give back if its allocations moved to a new page of
- * their own size together (variable-page pools): its size less theirs. */
+/* Bytes a page whose allocations may all move (relo__page_movable_bytes:
+ * every occupied slice is live) would give back if they moved to a new
+ * page of their own size together (variable-page pools): its size less
+ * theirs, rounded to the granule. */
 static uint64_t repagination_gain(const relo_pool *pool, const relo_page *page)
 {
-    uint64_t live = 0, needed;
-    for (const relo_slice *sl = page->first; sl; sl = sl->next)
-        if (sl->state == RELO_SLICE_LIVE) live += sl->length;
-    if (!relo__round_up(live, pool->granule, &needed)) return 0;
+    uint64_t needed;
+    if (!relo__round_up(page->occupied_bytes, pool->granule, &needed)) return 0;
     return relo__sub_sat(page->size, needed);
 }
 
@@ -98,17 +98,15 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
             uint64_t own_room = p->size - p->occupied_bytes;
             if (unhurried && own_room < p->occupied_bytes / 2) continue;
             bool may_fit = room - own_room >= p->occupied_bytes;
-            /* Re-pagination walks the page: asked only when the room cannot do. */
-            int worth_pages = -1; /* not asked yet */
-            if (!may_fit && !(worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule)) continue;
+            bool worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule;
+            if (!may_fit && !worth_pages) continue;
             if (!relo__pass_fence(pass, p)) {
                 stop = true;
                 break;
             }
             bool planned = may_fit && relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_NONE);
             if (!planned && may_fit && spill) planned = relo__pass_plan_page(pass, spill, p, RELO_NEW_PAGE_NONE);
-            if (!planned && worth_pages < 0) worth_pages = repaginate && repagination_gain(pool, p) >= pool->granule;
-            if (!planned && worth_pages > 0) planned = relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_EXACT);
+            if (!planned && worth_pages) planned = relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_EXACT);
             if (planned) {
                 room -= relo__min(room, own_room + p->occupied_bytes);
                 emptied += p->size;
