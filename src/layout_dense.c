@@ -27,9 +27,9 @@ static relo_status dense_init(relo_stream_layout *l, const relo_pool_home *home)
     static const uint64_t small_max[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_MAX, RELO_DENSE_MEDIUM_MAX};
     static const uint64_t small_page[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_PAGE, RELO_DENSE_MEDIUM_PAGE};
     l->dense.quiet = 0;
-    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) l->dense.largest_own[k] = 0;
     for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
         relo_pool *p = &l->dense.pools[k];
+        l->dense.largest_own[k] = 0;
         /* Pages are multiples of the device's granule too: a page the
          * device rounds up anyway would waste the difference. */
         uint64_t g = relo__max(granule[k], home->granule);
