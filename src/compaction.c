@@ -73,7 +73,8 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
      * not shuffle dense pages from one to the next; packing for a page
      * needed now takes any. A page too full now stays too full this pass
      * (targets only add to it), so it is no candidate at all. */
-    bool unhurried = pass->reason == RELO_REASON_EXPLICIT || pass->reason == RELO_REASON_RUNTIME;
+    bool unhurried = pass->reason == RELO_REASON_EXPLICIT || pass->reason == RELO_REASON_RUNTIME ||
+                     pass->reason == RELO_REASON_THRESHOLD;
     repaginate = repaginate && pool->variable_pages;
     uint64_t emptied = 0;
     relo_candidate *c = NULL;
@@ -174,24 +175,27 @@ static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64
 }
 
 uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uint64_t want, bool repaginate,
-                                   relo_reason reason)
+                                   relo_reason reason, uint64_t budget)
 {
-    /* Packing for a new page keeps what it empties cached within a release
-     * threshold the runtime set (trim.c): the next reservations take it
-     * without a new buffer. Without one (NEVER, the default), packing gives
+    /* Packing for a new page, or past the threshold, keeps what it empties
+     * cached within the release threshold (trim.c): the next reservations
+     * take it without a new buffer. Without one (NEVER), packing gives
      * back what it emptied, as it always did; a refused page or a reclaim
      * gives every empty page back. */
-    uint64_t keep = reason == RELO_REASON_COMPACT && d->desc.release_threshold != RELO_RELEASE_THRESHOLD_NEVER
+    bool keeps = reason == RELO_REASON_COMPACT || reason == RELO_REASON_THRESHOLD;
+    uint64_t keep = keeps && d->desc.release_threshold != RELO_RELEASE_THRESHOLD_NEVER
                         ? relo__trim_threshold(d)
                         : 0;
-    uint64_t released = 0, kept = 0;
+    uint64_t released = 0, kept = 0, planned_bytes = 0;
     release_dense_empty(d, only, keep, &released);
-    for (int i = 0; i < MAX_PASSES && released + kept < want; i++) {
+    for (int i = 0; i < MAX_PASSES && released + kept < want && planned_bytes < budget; i++) {
         relo__pass_settle(d);
         if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE) break;
         relo_pass pass;
         relo__pass_begin(&pass, d, reason);
+        pass.budget = budget - planned_bytes;
         uint64_t planned = relo__compact_plan(&pass, only, want - released - kept, repaginate);
+        planned_bytes += pass.bytes;
         if (!relo__pass_finish(&pass)) break;
         uint64_t before = released;
         release_dense_empty(d, only, keep, &released);
@@ -245,23 +249,33 @@ static bool best_window(relo_page *page, uint64_t length, window *out)
     return found;
 }
 
+/* Each page of pool that serves: its free room added to *room, and its
+ * window for length bytes (best_window) into w when live bytes stand in
+ * it. The windows come back fewest live bytes first (lowest page order
+ * among equals); returns how many. w has room for pool->page_count. */
+static uint32_t collect_windows(relo_pool *pool, uint64_t length, window *w, uint64_t *room)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < pool->page_count; i++) {
+        relo_page *p = pool->pages[i];
+        if (!relo__page_serves(p)) continue;
+        *room += p->size - p->occupied_bytes;
+        if (best_window(p, length, &w[n]) && w[n].live_bytes > 0) n++;
+    }
+    qsort(w, n, sizeof *w, window_order);
+    return n;
+}
+
 bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
 {
     relo__pass_settle(d);
     if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || pool->page_count == 0) return false;
     window *w = relo__malloc(pool->page_count * sizeof *w);
     if (!w) return false;
-    uint32_t n = 0;
     /* A fine pool's window may also empty into the large pool's room. */
     relo_pool *spill = relo__dense_spill_pool(&relo__pool_stream(pool)->layout, pool);
     uint64_t room = spill_room(spill);
-    for (uint32_t i = 0; i < pool->page_count; i++) {
-        relo_page *p = pool->pages[i];
-        if (!relo__page_serves(p)) continue;
-        room += p->size - p->occupied_bytes;
-        if (best_window(p, length, &w[n]) && w[n].live_bytes > 0) n++;
-    }
-    qsort(w, n, sizeof *w, window_order);
+    uint32_t n = collect_windows(pool, length, w, &room);
     relo_pass pass;
     relo__pass_begin(&pass, d, RELO_REASON_MEMORY_PRESSURE);
     bool planned = false;
@@ -276,6 +290,48 @@ bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
     }
     relo__free(w);
     return relo__pass_finish(&pass);
+}
+
+/* Allocation sizes a chained make-room clears a hole for first: those of
+ * the windows with the fewest live bytes, at most this many. */
+#define CHAIN_SIZES 4u
+
+bool relo__compact_make_room_chained(relo_device *d, relo_pool *pool, uint64_t length)
+{
+    relo__pass_settle(d);
+    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || pool->page_count == 0) return false;
+    window *w = relo__malloc(pool->page_count * sizeof *w);
+    if (!w) return false;
+    uint64_t room = 0;
+    uint32_t n = collect_windows(pool, length, w, &room);
+    /* What keeps a window from clearing is, most often, its largest
+     * allocation: nothing else has a hole that size. Each distinct such
+     * size below length, windows with the fewest live bytes first. */
+    uint64_t sizes[CHAIN_SIZES];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < n && count < CHAIN_SIZES; i++) {
+        uint64_t largest = 0;
+        for (relo_slice *s = w[i].first; s != w[i].end; s = s->next)
+            if (s->state == RELO_SLICE_LIVE && s->length > largest) largest = s->length;
+        bool seen = largest == 0 || largest >= length;
+        for (uint32_t k = 0; k < count && !seen; k++) seen = sizes[k] == largest;
+        if (!seen) sizes[count++] = largest;
+    }
+    relo__free(w);
+    bool moved = false;
+    for (uint32_t k = 0; k < count; k++) {
+        /* A hole for the blocking size first, unless one is there; then,
+         * if anything moved since the request's own make-room failed, the
+         * request's hole again (its window's allocation now has a place). */
+        if (!relo__free_index_find(&pool->free, sizes[k])) {
+            if (!relo__compact_make_room(d, pool, sizes[k])) continue;
+            moved = true;
+        } else if (!moved) {
+            continue;
+        }
+        if (relo__free_index_find(&pool->free, length) || relo__compact_make_room(d, pool, length)) return true;
+    }
+    return moved;
 }
 
 /* A page whose allocations may all move together, and what its rounding

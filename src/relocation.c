@@ -389,11 +389,13 @@ void relo__pass_begin(relo_pass *pass, relo_device *d, relo_reason reason)
     pass->started_ns = now_ns();
     pass->max_bytes = d->desc.pass_max_bytes;
     pass->max_ns = d->desc.pass_max_ns;
+    pass->budget = UINT64_MAX;
     d->last_reason = reason;
 }
 
 bool relo__pass_full(const relo_pass *pass, uint64_t next_bytes)
 {
+    if (pass->bytes > pass->budget || next_bytes > pass->budget - pass->bytes) return true;
     if (pass->count == 0) return false; /* every pass may move one page */
     if (pass->max_bytes && pass->bytes + next_bytes > pass->max_bytes) return true;
     if (pass->max_moves && pass->count >= pass->max_moves) return true;
@@ -611,6 +613,7 @@ const char *relo__reason_name(relo_reason reason)
     case RELO_REASON_CAPTURE: return "RELO_REASON_CAPTURE";
     case RELO_REASON_COMPACT: return "RELO_REASON_COMPACT";
     case RELO_REASON_RUNTIME: return "RELO_REASON_RUNTIME";
+    case RELO_REASON_THRESHOLD: return "RELO_REASON_THRESHOLD";
     case RELO_REASON_COUNT: break;
     }
     return "RELO_REASON_UNKNOWN";

@@ -79,6 +79,8 @@ struct relo_pass {
     uint64_t max_bytes;     /* 0 = no bound */
     uint64_t max_ns;        /* 0 = no bound */
     uint32_t max_moves;     /* 0 = no bound */
+    uint64_t budget;        /* requested bytes the pass may plan, its first page
+                               included (unlike max_bytes); UINT64_MAX = no bound */
     relo_page **fences;     /* compaction sources, or the pages a slide pass packs;
                                unfenced when the pass closes */
     bool slides;            /* a slide pass (slide.c): every move is a slide, every
@@ -96,7 +98,8 @@ struct relo_pass {
 void relo__pass_begin(relo_pass *pass, relo_device *device, relo_reason reason);
 
 /** True when planning next_bytes more would break the pass's bounds; the
- *  first page of a pass always fits. */
+ *  first page of a pass always fits max_bytes, max_moves and max_ns, never
+ *  more than its budget. */
 bool relo__pass_full(const relo_pass *pass, uint64_t next_bytes);
 
 /** Reserves targets in target for every allocation of page, or none
@@ -299,10 +302,11 @@ uint64_t relo__compact_plan(struct relo_pass *pass, struct relo_stream *only, ui
 /**
  * Compacts the dense pools of one stream (only non-NULL) or of every stream
  * until want bytes of pages are empty and given back, or nothing more moves
- * (at most a bounded number of passes). Returns bytes given back.
+ * (at most a bounded number of passes), moving at most budget requested
+ * bytes in all (UINT64_MAX: no bound). Returns bytes given back.
  */
 uint64_t relo__compact_and_release(relo_device *device, struct relo_stream *only, uint64_t want,
-                                   bool repaginate, relo_reason reason);
+                                   bool repaginate, relo_reason reason, uint64_t budget);
 
 /**
  * Makes one hole of at least length bytes in pool without a new page, for
@@ -313,6 +317,19 @@ uint64_t relo__compact_and_release(relo_device *device, struct relo_stream *only
  * Nothing moves while relocation is not allowed. Device lock held.
  */
 bool relo__compact_make_room(relo_device *device, relo_pool *pool, uint64_t length);
+
+/**
+ * Makes one hole of at least length bytes in pool, without a new page, where
+ * relo__compact_make_room found none because each window's allocations
+ * have no room elsewhere: for the windows with the fewest live bytes, a
+ * hole is first made for the largest allocation standing in each (one
+ * relo__compact_make_room of that size), then for the request, whose
+ * window's allocation can now move there. Two moves deep, at most a few
+ * sizes tried; each move is a pass of its own, all or nothing. Returns
+ * whether anything moved (the caller retries the request). Nothing moves
+ * while relocation is not allowed. Device lock held.
+ */
+bool relo__compact_make_room_chained(relo_device *device, relo_pool *pool, uint64_t length);
 
 /**
  * Gives back a granule or more of the tails that rounding strands, for a
@@ -425,9 +442,18 @@ void relo__trim_auto(relo_device *device);
  *  reservation of some bytes) the seed policy's trigger may relocate. */
 void relo__steps_before_reserve(relo_device *device, relo_stream *stream, bool may_relocate);
 
+#define RELO_PACK_BUDGET_DIVISOR 64u /* packing nothing waits on copies at most 1/64
+                                         of the bytes reserved so far ... */
+#define RELO_PACK_FREE_DIVISOR 4u    /* ... while the device stays over 1/4 free */
+#define RELO_PACK_MIN_GAIN (UINT64_C(1) << 20) /* packing past the release threshold
+                                                  starts for a granule or 1 MiB past it */
+
 /** A layout that packs before a new page asked to (layout.h want_pack):
- *  packs every stream's dense pools for page bytes. Returns true when
- *  pages went back (or, within a release threshold, were emptied). */
+ *  packs every stream's dense pools for page bytes, within the copy
+ *  budget (RELO_PACK_BUDGET_DIVISOR; nothing moves once it is spent)
+ *  unless the page would leave less than 1/RELO_PACK_FREE_DIVISOR of a
+ *  device of known capacity free. Returns true when pages went back (or,
+ *  within a release threshold, were emptied). */
 bool relo__steps_pack_before_page(relo_device *device, uint64_t page);
 
 /**
@@ -442,7 +468,9 @@ bool relo__steps_pack_before_page(relo_device *device, uint64_t page);
 relo_status relo__steps_refused(relo_device *device, relo_stream *stream, uint64_t size, relo_status st,
                                 relo_pool *room_pool, relo_status (*retry)(void *ctx), void *ctx);
 
-/** After a served reservation: the release threshold (trim.c). */
+/** After a served reservation: the release threshold (trim.c); then, in a
+ *  layout that packs, room held past live + threshold on pages that hold
+ *  allocations is packed and given back, within the copy budget. */
 void relo__steps_after_reserve(relo_device *device);
 
 /**

@@ -27,9 +27,32 @@ void relo__steps_before_reserve(relo_device *d, relo_stream *s, bool may_relocat
     if (may_relocate) relo__relocate_when_wanted(s);
 }
 
+/* Packing nothing waits on (before a new page the device would lend, past
+ * the release threshold) is a choice, and it has a budget: over the
+ * device's life it copies at most 1/RELO_PACK_BUDGET_DIVISOR of the bytes
+ * reserved so far. Once that is spent, the new page is taken, or the room
+ * stays held, until reservations earn more. Returns true when pages went
+ * back or were emptied. */
+static bool pack_within_budget(relo_device *d, uint64_t want, relo_reason reason)
+{
+    uint64_t earned = d->held.counters.bytes_allocated_total / RELO_PACK_BUDGET_DIVISOR;
+    if (d->pack_moved >= earned) return false;
+    uint64_t before = d->held.counters.bytes_moved;
+    bool made = relo__compact_and_release(d, NULL, want, true, reason, earned - d->pack_moved) != 0;
+    d->pack_moved += d->held.counters.bytes_moved - before;
+    return made;
+}
+
 bool relo__steps_pack_before_page(relo_device *d, uint64_t page)
 {
-    return relo__compact_and_release(d, NULL, page, true, RELO_REASON_COMPACT) != 0;
+    /* On a device of known capacity that the page would fill past
+     * 1 - 1/RELO_PACK_FREE_DIVISOR, memory is no longer plentiful: packing
+     * is what keeps the next requests from being refused, and no budget
+     * holds it back. */
+    uint64_t cap = d->capacity;
+    if (cap && d->held.bytes_reserved + page > cap - cap / RELO_PACK_FREE_DIVISOR)
+        return relo__compact_and_release(d, NULL, page, true, RELO_REASON_COMPACT, UINT64_MAX) != 0;
+    return pack_within_budget(d, page, RELO_REASON_COMPACT);
 }
 
 relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, relo_status st, relo_pool *room_pool,
@@ -51,7 +74,7 @@ relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, r
      *    back, since they count against the device too; then once more. */
     if (s->layout.ops->want_pack) {
         relo__device_cleanup_periodic(d);
-        relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE);
+        relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX);
     }
     relo__steps_explicit(d, s);
     relo__trim(d, NULL, 0);
@@ -59,7 +82,11 @@ relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, r
     if (st != RELO_ERR_OUT_OF_MEMORY || !room_pool) return st;
     /* 3. Still refused with free room scattered over the pool's pages: clear
      *    one hole of the request's size (moving the run with the fewest
-     *    live bytes into other pages' room) and take it;
+     *    live bytes into other pages' room) and take it; where every run
+     *    holds an allocation no other hole takes, first clear a hole for
+     *    that allocation, then the request's (two moves deep); where every run
+     *    holds an allocation no other hole takes, first clear a hole for
+     *    that allocation, then the request's (two moves deep);
      * 4. where no other page has the room, pack pages in place so their
      *    room joins up (slide.c), take it, or empty pages into the runs
      *    that opened. */
@@ -67,11 +94,14 @@ relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, r
     if (!relo__pad_size(size, d->alignment, UINT64_MAX, &padded)) return st;
     if (relo__compact_make_room(d, room_pool, padded)) {
         st = retry(ctx);
-    } else if (relo__slide_make_room(d, room_pool, padded)) {
-        st = retry(ctx);
-        if (st == RELO_ERR_OUT_OF_MEMORY &&
-            relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE) > 0)
+    } else {
+        if (relo__compact_make_room_chained(d, room_pool, padded)) st = retry(ctx);
+        if (st == RELO_ERR_OUT_OF_MEMORY && relo__slide_make_room(d, room_pool, padded)) {
             st = retry(ctx);
+            if (st == RELO_ERR_OUT_OF_MEMORY &&
+                relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX) > 0)
+                st = retry(ctx);
+        }
     }
     /* 5. Still refused, with the room in tails that rounding to the granule
      *    strands on pages too full for anything to move into: the
@@ -87,8 +117,30 @@ relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, r
 void relo__steps_after_reserve(relo_device *d)
 {
     /* After the request is served, so that it could take a cached page:
-     * empty pages past live + the release threshold go back. */
+     * 1. empty pages past live + the release threshold go back;
+     * 2. a layout that packs (dense) that still holds past live + threshold
+     *    a granule or RELO_PACK_MIN_GAIN, whichever is more, in the free
+     *    room of pages that hold allocations, empties its sparsest pages
+     *    within the copy budget, and what they held past the threshold
+     *    goes back. After an attempt that moved nothing, the next waits
+     *    until that much more room is held past the threshold, or the
+     *    budget has earned that much again. */
     relo__trim_auto(d);
+    if (d->layout->kind != RELO_LAYOUT_KIND_DENSE || d->recording) return;
+    uint64_t keep = relo__trim_threshold(d), live = relo__trim_live(d), held = d->held.bytes_reserved;
+    uint64_t gain = relo__max(d->granule, RELO_PACK_MIN_GAIN);
+    if (keep == UINT64_MAX || held <= live || held - live <= keep || held - live - keep < gain) {
+        d->pack_stuck = 0;
+        return;
+    }
+    uint64_t over = held - live - keep, allocated = d->held.counters.bytes_allocated_total;
+    if (allocated < d->pack_retry_at && over - relo__min(over, d->pack_stuck) < gain) return;
+    if (pack_within_budget(d, over, RELO_REASON_THRESHOLD)) {
+        d->pack_stuck = 0;
+    } else {
+        d->pack_stuck = over;
+        d->pack_retry_at = allocated + gain * RELO_PACK_BUDGET_DIVISOR;
+    }
 }
 
 static void release_empty(relo_pool *pool, void *user)
@@ -107,7 +159,7 @@ void relo__steps_explicit(relo_device *d, relo_stream *only)
      *    dropped; the backend flushed. */
     relo__relocate(d, only, RELO_REASON_EXPLICIT);
     relo__device_cleanup_periodic(d);
-    relo__compact_and_release(d, only, UINT64_MAX, true, RELO_REASON_EXPLICIT);
+    relo__compact_and_release(d, only, UINT64_MAX, true, RELO_REASON_EXPLICIT, UINT64_MAX);
     if (d->recording) return; /* a capture began while the lock was dropped */
     uint32_t first, end;
     relo__device_scope(d, only, &first, &end);
