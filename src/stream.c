@@ -98,7 +98,9 @@ static void layout_totals(const relo_device *d, uint64_t *live, uint64_t *reserv
 
 /* Reserves in the stream's layout. A layout that packs before a new page
  * (dense) is asked first whether to, with the device's totals, and the
- * compaction runs here, in the layer that may move memory. */
+ * compaction runs here, in the layer that may move memory. The new page
+ * is taken without searching again the room a search has just found
+ * wanting (after a pack, that search is the one that follows it). */
 static relo_status reserve_in_layout(struct relo_stream *s, uint64_t size, uint32_t slot, bool allow,
                                      relo_slice **out)
 {
@@ -115,7 +117,7 @@ static relo_status reserve_in_layout(struct relo_stream *s, uint64_t size, uint3
         st = ops->reserve(l, size, slot, false, out);
         if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
     }
-    return ops->reserve(l, size, slot, true, out);
+    return ops->reserve_new_page(l, size, slot, out);
 }
 
 /* Routes one reservation to its pool (design §3.6, routing order). */
