@@ -215,7 +215,7 @@ relo_status relo_release(relo_device *device, relo_handle handle)
                 relo__stats_freed(relo__pool_stream(slice->page->pool), slice->size);
                 relo__pool_slice_free(slice->page->pool, slice);
             }
-            relo__handle_free(&device->handles, slot->index);
+            relo__handle_free(&device->handles, slot);
         }
         st = RELO_OK;
     }

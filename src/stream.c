@@ -159,9 +159,10 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     bool dynamic = effective_mode(s) == RELO_MODE_AUTO && size > 0;
     relo__steps_before_reserve(d, s, dynamic);
 
-    uint32_t slot;
-    relo_status st = relo__handle_alloc(&d->handles, &slot);
+    relo_slot *handle;
+    relo_status st = relo__handle_alloc(&d->handles, &handle);
     if (st != RELO_OK) return st;
+    uint32_t slot = handle->index;
     relo_slice *slice = NULL;
     st = route(s, size, slot, &slice);
     if (st != RELO_OK) {
@@ -173,15 +174,15 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
         st = relo__steps_refused(d, s, size, st, room, retry_route, &r);
     }
     if (st != RELO_OK) {
-        relo__handle_free(&d->handles, slot);
+        relo__handle_free(&d->handles, handle);
         if (st == RELO_ERR_PAGE_UPDATE_FORBIDDEN && s->capture.state == RELO_CAPTURE_RECORDING &&
             s->capture.doom == RELO_OK)
             s->capture.doom = st;
         return st;
     }
-    relo__handle_slot(&d->handles, slot)->slice = slice; /* published at its first locked resolve */
+    handle->slice = slice; /* published at its first locked resolve */
     relo__stats_allocated(s, size);
-    *out = relo__handle_of(&d->handles, slot);
+    *out = relo__handle_of_slot(&d->handles, handle);
     relo__steps_after_reserve(d);
     return RELO_OK;
 }
