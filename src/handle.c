@@ -43,7 +43,7 @@ relo_status relo__handle_table_init(relo_handle_table *t)
 }
 
 /* Makes the next chunk, so slot t->cap exists. */
-static bool grow(relo_handle_table *t)
+RELO_COLD static bool grow(relo_handle_table *t)
 {
     uint32_t k = relo__log2(t->cap + (1u << RELO_HANDLE_CHUNK0_BITS)) - RELO_HANDLE_CHUNK0_BITS;
     uint32_t n = 1u << (k + RELO_HANDLE_CHUNK0_BITS);

@@ -116,10 +116,12 @@ static inline relo_slot *relo__handle_slot_if_made(const relo_handle_table *t, u
     return chunk ? &chunk[j - (1u << (k + RELO_HANDLE_CHUNK0_BITS))] : NULL;
 }
 
-/** The slot at index i (< t->count). */
+/** The slot at index i (< t->count, so its chunk is made). */
 static inline relo_slot *relo__handle_slot(const relo_handle_table *t, uint32_t i)
 {
-    return relo__handle_slot_if_made(t, i);
+    uint32_t j = i + (1u << RELO_HANDLE_CHUNK0_BITS), k = relo__log2(j) - RELO_HANDLE_CHUNK0_BITS;
+    relo_slot *chunk = atomic_load_explicit(&((relo_handle_table *)t)->chunks[k], memory_order_relaxed);
+    return &chunk[j - (1u << (k + RELO_HANDLE_CHUNK0_BITS))];
 }
 
 /** Publishes the slot's binding from its slice when the slot is live,

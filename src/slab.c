@@ -24,7 +24,7 @@ const char *relo__slice_state_name(relo_slice_state state)
     return "UNKNOWN";
 }
 
-static bool slab_grow(relo_slice_slab *slab)
+RELO_COLD static bool slab_grow(relo_slice_slab *slab)
 {
     if (slab->chunk_count == slab->chunk_cap) {
         uint32_t cap = slab->chunk_cap ? slab->chunk_cap * 2 : 16;
