@@ -159,7 +159,8 @@ static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64
     uint32_t first, end;
     if (d->layout->kind != RELO_LAYOUT_KIND_DENSE) return;
     relo__device_scope(d, only, &first, &end);
-    relo_buffer_batch batch = {NULL, 0, 0};
+    relo_buffer_batch batch;
+    relo__buffer_batch_init(&batch);
     for (uint32_t s = first; s < end; s++) {
         for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
             relo_pool *pool = &d->streams[s]->layout.dense.pools[k];

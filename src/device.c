@@ -215,7 +215,7 @@ relo_status relo_release(relo_device *device, relo_handle handle)
                 relo__stats_freed(relo__pool_stream(slice->page->pool), slice->size);
                 relo__pool_slice_free(slice->page->pool, slice);
             }
-            relo__handle_free(&device->handles, slot->index);
+            relo__handle_free(&device->handles, slot);
         }
         st = RELO_OK;
     }
@@ -391,7 +391,8 @@ void relo__device_cleanup_periodic(relo_device *d)
 
 void relo__device_cleanup_off_lock(relo_device *d)
 {
-    relo_buffer_batch batch = {NULL, 0, 0};
+    relo_buffer_batch batch;
+    relo__buffer_batch_init(&batch);
     cleanup(d, &batch);
     relo__device_free_batch(d, &batch);
 }
@@ -400,14 +401,14 @@ void relo__device_free_batch(relo_device *d, relo_buffer_batch *batch)
 {
     uint32_t n = batch->count;
     relo_buffer_free *bufs = batch->bufs;
-    *batch = (relo_buffer_batch){NULL, 0, 0};
     if (n > 0 && !(d->releaser.running && relo__releaser_push(&d->releaser, bufs, n))) {
         relo_backend *b = d->backend;
         relo__device_unlock(d);
         for (uint32_t i = 0; i < n; i++) b->ops.free(b->ctx, bufs[i].buffer, bufs[i].size);
         relo__device_lock(d);
     }
-    relo__free(bufs);
+    if (bufs != batch->inline_bufs) relo__free(bufs);
+    relo__buffer_batch_init(batch);
 }
 
 uint64_t relo__device_held_bytes(relo_device *d)

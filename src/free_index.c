@@ -191,6 +191,7 @@ bool relo__free_index_check(const relo_free_index *index, uint64_t *count, const
                 uint32_t f, c;
                 relo__free_index_class(s->length, &f, &c);
                 if (f != fl || c != sl) FAIL("free slice is in the wrong size class");
+                if (s->bin != fl * RELO_FREE_SL_COUNT + sl) FAIL("free slice's noted class is not its list");
                 if (s->state != RELO_SLICE_FREE) FAIL("free index holds a slice that is not free");
                 if (s->left != prev) FAIL("free index list links disagree");
                 (*count)++;

@@ -182,13 +182,19 @@ static inline void relo__free_index_insert(relo_free_index *index, relo_slice *s
     uint32_t fl, sl;
     relo__free_index_class(slice->length, &fl, &sl);
     RELO_ASSERT(fl < index->fl_count);
-    relo_slice **head = &index->bins[fl * RELO_FREE_SL_COUNT + sl];
+    uint32_t bin = fl * RELO_FREE_SL_COUNT + sl;
+    relo_slice **head = &index->bins[bin];
+    slice->bin = bin;
     slice->left = NULL;
     slice->right = *head;
-    if (*head) (*head)->left = slice;
+    if (*head) {
+        (*head)->left = slice;
+    } else {
+        /* The class's first slice: its bits go up. */
+        index->sl_bitmap[fl] |= 1u << sl;
+        index->fl_bitmap |= (uint64_t)1 << fl;
+    }
     *head = slice;
-    index->sl_bitmap[fl] |= 1u << sl;
-    index->fl_bitmap |= (uint64_t)1 << fl;
 }
 
 /** Removes a slice that is in the index. Never fails. */
@@ -202,12 +208,12 @@ static inline void relo__free_index_remove(relo_free_index *index, relo_slice *s
     if (slice->left) {
         slice->left->right = slice->right;
     } else {
-        uint32_t fl, sl;
-        relo__free_index_class(slice->length, &fl, &sl);
-        relo_slice **head = &index->bins[fl * RELO_FREE_SL_COUNT + sl];
+        /* The head of its class list, which insert noted in the slice. */
+        relo_slice **head = &index->bins[slice->bin];
         RELO_ASSERT(*head == slice);
         *head = slice->right;
         if (!*head) {
+            uint32_t fl = slice->bin / RELO_FREE_SL_COUNT, sl = slice->bin % RELO_FREE_SL_COUNT;
             index->sl_bitmap[fl] &= ~(1u << sl);
             if (!index->sl_bitmap[fl]) index->fl_bitmap &= ~((uint64_t)1 << fl);
         }

@@ -43,7 +43,7 @@ relo_status relo__handle_table_init(relo_handle_table *t)
 }
 
 /* Makes the next chunk, so slot t->cap exists. */
-static bool grow(relo_handle_table *t)
+RELO_COLD static bool grow(relo_handle_table *t)
 {
     uint32_t k = relo__log2(t->cap + (1u << RELO_HANDLE_CHUNK0_BITS)) - RELO_HANDLE_CHUNK0_BITS;
     uint32_t n = 1u << (k + RELO_HANDLE_CHUNK0_BITS);
@@ -55,7 +55,7 @@ static bool grow(relo_handle_table *t)
     return true;
 }
 
-relo_status relo__handle_alloc(relo_handle_table *t, uint32_t *slot)
+relo_status relo__handle_alloc(relo_handle_table *t, relo_slot **out)
 {
     uint32_t i;
     relo_slot *s;
@@ -77,28 +77,8 @@ relo_status relo__handle_alloc(relo_handle_table *t, uint32_t *slot)
     s->pins = 0;
     if (s->generation > t->gen_high) t->gen_high = s->generation;
     t->live++;
-    *slot = i;
+    *out = s;
     return RELO_OK;
-}
-
-void relo__handle_free(relo_handle_table *t, uint32_t slot)
-{
-    relo_slot *s = relo__handle_slot(t, slot);
-    relo__handle_withdraw(t, slot);
-    s->refcount = 0;
-    s->slice = NULL;
-    t->live--;
-    if (s->generation == RELO_HANDLE_GEN_MAX) {
-        /* Wrapping would let a handle of this slot's first allocation name
-         * a later one; the slot is retired instead (for good). */
-        s->generation = 0;
-        s->next_free = 0;
-        t->retired++;
-        return;
-    }
-    s->generation++;
-    s->next_free = t->free_head;
-    t->free_head = slot + 1;
 }
 
 /* Writes the published copy of s (id 0 withdraws it). */
@@ -133,6 +113,25 @@ void relo__handle_withdraw(relo_handle_table *t, uint32_t slot)
 {
     relo_slot *s = relo__handle_slot(t, slot);
     if (s->published) write_published(s, 0);
+}
+
+void relo__handle_free(relo_handle_table *t, relo_slot *s)
+{
+    if (s->published) write_published(s, 0);
+    s->refcount = 0;
+    s->slice = NULL;
+    t->live--;
+    if (s->generation == RELO_HANDLE_GEN_MAX) {
+        /* Wrapping would let a handle of this slot's first allocation name
+         * a later one; the slot is retired instead (for good). */
+        s->generation = 0;
+        s->next_free = 0;
+        t->retired++;
+        return;
+    }
+    s->generation++;
+    s->next_free = t->free_head;
+    t->free_head = s->index + 1;
 }
 
 bool relo__handle_resolve_fast(const relo_handle_table *t, relo_handle h, relo_binding *out)
@@ -171,13 +170,6 @@ relo_slot *relo__handle_lookup(relo_handle_table *t, relo_handle h)
      * waits out a relocation; its handle is not anybody's until it returns. */
     if (s->refcount == 0 || s->generation != gen || !s->slice) return NULL;
     return s;
-}
-
-relo_handle relo__handle_of(const relo_handle_table *t, uint32_t slot)
-{
-    relo_handle h = {((uint64_t)relo__handle_slot(t, slot)->generation << GEN_SHIFT) | ((uint64_t)t->tag << TAG_SHIFT) |
-                     (uint64_t)(slot + 1)};
-    return h;
 }
 
 void relo__handle_table_destroy(relo_handle_table *t)

@@ -94,12 +94,14 @@ typedef struct relo_handle_table {
  *  RELO_ERR_HOST_MEMORY when every tag is held by a live device or retired. */
 relo_status relo__handle_table_init(relo_handle_table *t);
 
-/** Takes a free slot with refcount 1 and no slice. RELO_ERR_HOST_MEMORY when
- *  the table cannot grow or every slot index is used (nothing changes). */
-relo_status relo__handle_alloc(relo_handle_table *t, uint32_t *slot);
+/** Takes a free slot with refcount 1 and no slice into *out (its index is
+ *  (*out)->index). RELO_ERR_HOST_MEMORY when the table cannot grow or every
+ *  slot index is used (nothing changes). */
+relo_status relo__handle_alloc(relo_handle_table *t, relo_slot **out);
 
-/** Frees a slot: its handle values go stale, for good. Never fails. */
-void relo__handle_free(relo_handle_table *t, uint32_t slot);
+/** Frees a slot of the table: its handle values go stale, for good. Never
+ *  fails. */
+void relo__handle_free(relo_handle_table *t, relo_slot *slot);
 
 /** The live slot a handle names, or NULL (stale, 0, made up, another
  *  device's, or a slot whose reservation has not returned yet). */
@@ -114,10 +116,12 @@ static inline relo_slot *relo__handle_slot_if_made(const relo_handle_table *t, u
     return chunk ? &chunk[j - (1u << (k + RELO_HANDLE_CHUNK0_BITS))] : NULL;
 }
 
-/** The slot at index i (< t->count). */
+/** The slot at index i (< t->count, so its chunk is made). */
 static inline relo_slot *relo__handle_slot(const relo_handle_table *t, uint32_t i)
 {
-    return relo__handle_slot_if_made(t, i);
+    uint32_t j = i + (1u << RELO_HANDLE_CHUNK0_BITS), k = relo__log2(j) - RELO_HANDLE_CHUNK0_BITS;
+    relo_slot *chunk = atomic_load_explicit(&((relo_handle_table *)t)->chunks[k], memory_order_relaxed);
+    return &chunk[j - (1u << (k + RELO_HANDLE_CHUNK0_BITS))];
 }
 
 /** Publishes the slot's binding from its slice when the slot is live,
@@ -136,8 +140,19 @@ void relo__handle_withdraw(relo_handle_table *t, uint32_t slot);
  *  the locked path (which answers exactly, NOT_FOUND included). */
 bool relo__handle_resolve_fast(const relo_handle_table *t, relo_handle h, relo_binding *out);
 
-/** The handle value of a live slot. */
-relo_handle relo__handle_of(const relo_handle_table *t, uint32_t slot);
+/** The handle value of a live slot of the table. */
+static inline relo_handle relo__handle_of_slot(const relo_handle_table *t, const relo_slot *s)
+{
+    relo_handle h = {((uint64_t)s->generation << (RELO_HANDLE_SLOT_BITS + RELO_HANDLE_TAG_BITS)) |
+                     ((uint64_t)t->tag << RELO_HANDLE_SLOT_BITS) | (uint64_t)(s->index + 1)};
+    return h;
+}
+
+/** The handle value of the live slot at index slot. */
+static inline relo_handle relo__handle_of(const relo_handle_table *t, uint32_t slot)
+{
+    return relo__handle_of_slot(t, relo__handle_slot(t, slot));
+}
 
 /** Frees the table's memory and hands its tag back with its floor raised
  *  past every generation it handed out. */

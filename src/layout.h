@@ -111,6 +111,13 @@ typedef struct relo_layout_ops {
      */
     bool (*want_pack)(relo_stream_layout *layout, uint64_t size, uint64_t live, uint64_t reserved, bool may_move,
                       uint64_t *live_peak, uint64_t *page);
+    /**
+     * Reserves size bytes for slot on a new page without searching the room
+     * held: called (with a new page allowed) right after reserve found no
+     * room for the same size and nothing freed any since, so the search
+     * would fail again. Returns as reserve. A layout with want_pack has it.
+     */
+    relo_status (*reserve_new_page)(relo_stream_layout *layout, uint64_t size, uint32_t slot, relo_slice **out);
     /** After the pack want_pack asked for; gave_back: pages went back. */
     void (*packed)(relo_stream_layout *layout, bool gave_back);
     /** Adds the bytes live and held in the pools packing weighs (NULL: none). */

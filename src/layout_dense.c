@@ -92,6 +92,15 @@ static relo_status dense_reserve(relo_stream_layout *l, uint64_t size, uint32_t 
     return relo__sliced_reserve(relo__dense_pool_for(l, padded), size, slot, RELO_SLICE_LIVE, allow_new_page, out);
 }
 
+static relo_status dense_reserve_new_page(relo_stream_layout *l, uint64_t size, uint32_t slot, relo_slice **out)
+{
+    const relo_pool_home *home = l->dense.pools[0].home;
+    uint64_t padded;
+    if (!relo__pad_size(size, home->alignment, home->max_page, &padded)) return RELO_ERR_BUFFER_TOO_BIG;
+    return relo__sliced_reserve_in(relo__dense_pool_for(l, padded), size, slot, RELO_SLICE_LIVE, RELO_NEW_PAGE_ONLY,
+                                   out);
+}
+
 /* A new page is needed. When the pools already hold more than the slack in
  * scattered free room, pack them first: the room may come back. A
  * fruitless attempt is not repeated for a few pages. */
@@ -157,6 +166,7 @@ const relo_layout_ops relo__layout_dense = {
     .destroy = dense_destroy,
     .check = dense_check,
     .want_pack = dense_want_pack,
+    .reserve_new_page = dense_reserve_new_page,
     .packed = dense_packed,
     .held = dense_held,
 };

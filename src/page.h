@@ -65,7 +65,11 @@ typedef struct relo_slice {
                                    slab free list when the node is unused */
     struct relo_slice *right;   /* free index: treap child or class list next */
     uint64_t max_length;        /* address treap: largest length in this subtree */
-    uint32_t priority;          /* address treap: heap priority */
+    union {
+        uint32_t priority;      /* address treap: heap priority */
+        uint32_t bin;           /* size classes: the class list it is in (f * RELO_FREE_SL_COUNT + s),
+                                   kept so a remove need not work it out again */
+    };
     uint32_t slot;              /* handle slot index of a LIVE slice */
     uint32_t move;              /* LIVE source of the pass in flight: move index + 1; 0 = none */
     uint8_t state;              /* relo_slice_state */

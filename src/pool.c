@@ -191,12 +191,14 @@ void relo__pool_page_release(relo_pool *pool, relo_page *page)
 void relo__pool_page_collect(relo_pool *pool, relo_page *page, relo_buffer_batch *batch)
 {
     if (batch->count == batch->cap) {
-        uint32_t cap = batch->cap ? batch->cap * 2 : 8;
-        relo_buffer_free *b = relo__realloc(batch->bufs, cap * sizeof *b);
+        uint32_t cap = batch->cap * 2;
+        bool inline_part = batch->bufs == batch->inline_bufs;
+        relo_buffer_free *b = relo__realloc(inline_part ? NULL : batch->bufs, cap * sizeof *b);
         if (!b) {
             relo__pool_page_release(pool, page);
             return;
         }
+        if (inline_part) memcpy(b, batch->inline_bufs, batch->count * sizeof *b);
         batch->bufs = b;
         batch->cap = cap;
     }

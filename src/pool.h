@@ -147,12 +147,27 @@ void relo__pool_page_release(relo_pool *pool, relo_page *page);
  *  (bytes reserved, counters) already says it is gone. */
 void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *out);
 
+/** Buffers a relo_buffer_batch holds before it needs the heap: the pages a
+ *  trim or a cleanup usually gives back at once. */
+#define RELO_BUFFER_BATCH_INLINE 8u
+
 /** Buffers of pages taken out of their pools, waiting to be freed without
- *  the device lock (relo__device_free_batch). Zero-initialise. */
+ *  the device lock (relo__device_free_batch). Set up with
+ *  relo__buffer_batch_init; never copied (bufs may point into it). */
 typedef struct relo_buffer_batch {
-    relo_buffer_free *bufs;
+    relo_buffer_free *bufs;     /* inline_bufs, or from the heap when longer */
     uint32_t count, cap;
+    relo_buffer_free inline_bufs[RELO_BUFFER_BATCH_INLINE];
 } relo_buffer_batch;
+
+/** An empty batch, in its inline part (a batch that stays short, as most
+ *  do, costs no trip to malloc). */
+static inline void relo__buffer_batch_init(relo_buffer_batch *batch)
+{
+    batch->bufs = batch->inline_bufs;
+    batch->count = 0;
+    batch->cap = RELO_BUFFER_BATCH_INLINE;
+}
 
 /** As relo__pool_page_detach, into batch; when the batch cannot grow (host
  *  memory), the page goes back to the backend at once instead. Never
@@ -250,6 +265,9 @@ typedef enum relo_new_page {
     RELO_NEW_PAGE_NONE = 0,   /* only room already held */
     RELO_NEW_PAGE_POOL_RULE,  /* a page as the pool makes them */
     RELO_NEW_PAGE_EXACT,      /* variable pages: the request rounded to the granule */
+    RELO_NEW_PAGE_ONLY,       /* as POOL_RULE, without searching the room held: the caller
+                                 has just searched it in vain for the same size, and nothing
+                                 has freed room since */
     RELO_NEW_PAGE_COUNT
 } relo_new_page;
 

@@ -67,7 +67,10 @@ relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slo
     uint64_t length;
     if (!relo__pad_size(size ? size : 1, pool->home->alignment, pool->page_size, &length))
         return RELO_ERR_BUFFER_TOO_BIG;
-    relo_slice *f = relo__free_index_find(&pool->free, length);
+    /* A search the caller has just made in vain is not made again (the
+     * dense layout's reservation that asks about packing in between). */
+    RELO_ASSERT(new_page != RELO_NEW_PAGE_ONLY || !pool->free.by_size || !relo__free_index_find(&pool->free, length));
+    relo_slice *f = new_page == RELO_NEW_PAGE_ONLY ? NULL : relo__free_index_find(&pool->free, length);
     relo_page *fresh = NULL;
     if (!f) {
         if (new_page == RELO_NEW_PAGE_NONE) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;

@@ -55,7 +55,7 @@ bool relo__steps_pack_before_page(relo_device *d, uint64_t page)
     return pack_within_budget(d, page, RELO_REASON_COMPACT);
 }
 
-relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, relo_status st, relo_pool *room_pool,
+RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, relo_status st, relo_pool *room_pool,
                                 relo_status (*retry)(void *ctx), void *ctx)
 {
     if (st == RELO_ERR_PAGE_SIZES_EXHAUSTED) {

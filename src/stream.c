@@ -98,7 +98,9 @@ static void layout_totals(const relo_device *d, uint64_t *live, uint64_t *reserv
 
 /* Reserves in the stream's layout. A layout that packs before a new page
  * (dense) is asked first whether to, with the device's totals, and the
- * compaction runs here, in the layer that may move memory. */
+ * compaction runs here, in the layer that may move memory. The new page
+ * is taken without searching again the room a search has just found
+ * wanting (after a pack, that search is the one that follows it). */
 static relo_status reserve_in_layout(struct relo_stream *s, uint64_t size, uint32_t slot, bool allow,
                                      relo_slice **out)
 {
@@ -115,7 +117,7 @@ static relo_status reserve_in_layout(struct relo_stream *s, uint64_t size, uint3
         st = ops->reserve(l, size, slot, false, out);
         if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
     }
-    return ops->reserve(l, size, slot, true, out);
+    return ops->reserve_new_page(l, size, slot, out);
 }
 
 /* Routes one reservation to its pool (design §3.6, routing order). */
@@ -157,9 +159,10 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     bool dynamic = effective_mode(s) == RELO_MODE_AUTO && size > 0;
     relo__steps_before_reserve(d, s, dynamic);
 
-    uint32_t slot;
-    relo_status st = relo__handle_alloc(&d->handles, &slot);
+    relo_slot *handle;
+    relo_status st = relo__handle_alloc(&d->handles, &handle);
     if (st != RELO_OK) return st;
+    uint32_t slot = handle->index;
     relo_slice *slice = NULL;
     st = route(s, size, slot, &slice);
     if (st != RELO_OK) {
@@ -171,15 +174,15 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
         st = relo__steps_refused(d, s, size, st, room, retry_route, &r);
     }
     if (st != RELO_OK) {
-        relo__handle_free(&d->handles, slot);
+        relo__handle_free(&d->handles, handle);
         if (st == RELO_ERR_PAGE_UPDATE_FORBIDDEN && s->capture.state == RELO_CAPTURE_RECORDING &&
             s->capture.doom == RELO_OK)
             s->capture.doom = st;
         return st;
     }
-    relo__handle_slot(&d->handles, slot)->slice = slice; /* published at its first locked resolve */
+    handle->slice = slice; /* published at its first locked resolve */
     relo__stats_allocated(s, size);
-    *out = relo__handle_of(&d->handles, slot);
+    *out = relo__handle_of_slot(&d->handles, handle);
     relo__steps_after_reserve(d);
     return RELO_OK;
 }

@@ -71,10 +71,14 @@ static void trim_pool(relo_pool *pool, void *user)
     w->released += relo__trim_pool(w->device, pool, w->keep, &w->batch);
 }
 
-uint64_t relo__trim(relo_device *d, struct relo_stream *only, uint64_t keep)
+RELO_COLD uint64_t relo__trim(relo_device *d, struct relo_stream *only, uint64_t keep)
 {
     if (d->recording || d->held.bytes_empty == 0 || !over(d, keep)) return 0;
-    trim_walk w = {d, keep, 0, {NULL, 0, 0}};
+    trim_walk w;
+    w.device = d;
+    w.keep = keep;
+    w.released = 0;
+    relo__buffer_batch_init(&w.batch);
     uint32_t first, end;
     relo__device_scope(d, only, &first, &end);
     for (uint32_t s = first; s < end && d->held.bytes_empty && over(d, keep); s++)

@@ -21,6 +21,16 @@ static const int relo__debug = RELO_DEBUG_LEVEL;
 #define RELO_MiB ((uint64_t)1 << 20)
 #define RELO_GiB ((uint64_t)1 << 30)
 
+/* Marks a function of a rare path (growing a table, a trim that gives
+ * pages back) so the compiler keeps it out of the reservation and release
+ * paths that call it: inlined, it would crowd them out of the inlining
+ * their own steps get, for work most calls never do. */
+#if defined(__GNUC__) || defined(__clang__)
+#define RELO_COLD __attribute__((noinline, cold))
+#else
+#define RELO_COLD
+#endif
+
 static inline uint64_t relo__min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static inline uint64_t relo__max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
