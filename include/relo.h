@@ -227,10 +227,20 @@ typedef struct relo_device_desc {
  * than the threshold, relo gives empty pages back to the backend until they
  * do not, or until no empty page is left. It does so at the end of every
  * relo_reserve and in relo_trim; never in relo_release, which never touches
- * the device. A page that holds any allocation never goes back this way
- * (relo_reclaim packs; the threshold only drops what is empty), and neither
- * does a page a graph guards. When the device refuses a page, every empty
- * page goes back before the request is called out of memory.
+ * the device. A page that holds any allocation never goes back this way,
+ * and neither does a page a graph guards. When the device refuses a page,
+ * every empty page goes back before the request is called out of memory.
+ *
+ * Under the dense policy, room beyond the threshold inside pages that still
+ * hold allocations is packed at the end of relo_reserve too (only pages at
+ * most 2/3 full are emptied, as relo_reclaim does), and the pages that
+ * empties go back. Such packing, which no request waits on, and the
+ * packing before a new page the device would lend, copy at most 1/64 of
+ * the bytes reserved so far over the device's life; once that is spent
+ * nothing more moves until reservations earn more, except that packing
+ * before a new page that would fill a device of known capacity past 3/4
+ * is not held back. No other policy moves anything at relo_reserve for
+ * the threshold.
  *
  * The pools of RELO_MODE_AUTO that carve pages into slices follow the
  * threshold (the dense policy's, the seed policy's small pool and arena);
@@ -256,7 +266,7 @@ typedef struct relo_device_desc {
 /** No threshold: an empty page goes back only when relo_trim,
  *  relo_reclaim or a refused page asks for it, or when the dense policy's
  *  packing emptied it to give it back (the behaviour before the threshold
- *  existed). */
+ *  existed); nothing is packed for the threshold. */
 #define RELO_RELEASE_THRESHOLD_NEVER UINT64_MAX
 /** What 0 in relo_device_desc.release_threshold stands for. */
 #define RELO_RELEASE_THRESHOLD_DEFAULT RELO_RELEASE_THRESHOLD_PROPORTIONAL
