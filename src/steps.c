@@ -84,8 +84,6 @@ RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64
      *    one hole of the request's size (moving the run with the fewest
      *    live bytes into other pages' room) and take it; where every run
      *    holds an allocation no other hole takes, first clear a hole for
-     *    that allocation, then the request's (two moves deep); where every run
-     *    holds an allocation no other hole takes, first clear a hole for
      *    that allocation, then the request's (two moves deep);
      * 4. where no other page has the room, pack pages in place so their
      *    room joins up (slide.c), take it, or empty pages into the runs
