@@ -117,16 +117,16 @@ void relo__steps_after_reserve(relo_device *d)
     /* After the request is served, so that it could take a cached page:
      * 1. empty pages past live + the release threshold go back;
      * 2. a layout that packs (dense) that still holds past live + threshold
-     *    a granule or RELO_PACK_MIN_GAIN, whichever is more, in the free
-     *    room of pages that hold allocations, empties its sparsest pages
-     *    within the copy budget, and what they held past the threshold
-     *    goes back. After an attempt that moved nothing, the next waits
-     *    until that much more room is held past the threshold, or the
-     *    budget has earned that much again. */
+     *    as much again, at least a granule or RELO_PACK_MIN_GAIN, in the
+     *    free room of pages that hold allocations, empties its sparsest
+     *    pages within the copy budget, and what they held past the
+     *    threshold goes back. After an attempt that moved nothing, the
+     *    next waits until that much more room is held past the threshold,
+     *    or the budget has earned that much again. */
     relo__trim_auto(d);
     if (d->layout->kind != RELO_LAYOUT_KIND_DENSE || d->recording) return;
     uint64_t keep = relo__trim_threshold(d), live = relo__trim_live(d), held = d->held.bytes_reserved;
-    uint64_t gain = relo__max(d->granule, RELO_PACK_MIN_GAIN);
+    uint64_t gain = relo__max(relo__max(d->granule, RELO_PACK_MIN_GAIN), keep);
     if (keep == UINT64_MAX || held <= live || held - live <= keep || held - live - keep < gain) {
         d->pack_stuck = 0;
         return;
