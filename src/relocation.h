@@ -446,7 +446,8 @@ void relo__steps_before_reserve(relo_device *device, relo_stream *stream, bool m
                                          of the bytes reserved so far ... */
 #define RELO_PACK_FREE_DIVISOR 4u    /* ... while the device stays over 1/4 free */
 #define RELO_PACK_MIN_GAIN (UINT64_C(1) << 20) /* packing past the release threshold
-                                                  starts for a granule or 1 MiB past it */
+                                                  starts once as much again, and at least
+                                                  a granule or 1 MiB, is held past it */
 
 /** A layout that packs before a new page asked to (layout.h want_pack):
  *  packs every stream's dense pools for page bytes, within the copy
