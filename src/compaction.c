@@ -196,6 +196,14 @@ uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uin
         relo__pass_begin(&pass, d, reason);
         pass.budget = budget - planned_bytes;
         uint64_t planned = relo__compact_plan(&pass, only, want - released - kept, repaginate);
+        /* Packing for a new page within a budget either spares the page or
+         * does not run: a pass the budget cuts short of it would copy for
+         * nothing the request needs. */
+        if (reason == RELO_REASON_COMPACT && budget != UINT64_MAX && planned < want - released - kept) {
+            relo__pass_drop_moves(&pass);
+            relo__pass_finish(&pass);
+            break;
+        }
         planned_bytes += pass.bytes;
         if (!relo__pass_finish(&pass)) break;
         uint64_t before = released;

@@ -303,7 +303,10 @@ uint64_t relo__compact_plan(struct relo_pass *pass, struct relo_stream *only, ui
  * Compacts the dense pools of one stream (only non-NULL) or of every stream
  * until want bytes of pages are empty and given back, or nothing more moves
  * (at most a bounded number of passes), moving at most budget requested
- * bytes in all (UINT64_MAX: no bound). Returns bytes given back.
+ * bytes in all (UINT64_MAX: no bound). Packing for a new page
+ * (RELO_REASON_COMPACT) within a budget drops a pass that would empty less
+ * than what is still wanted, before anything moves. Returns bytes given
+ * back.
  */
 uint64_t relo__compact_and_release(relo_device *device, struct relo_stream *only, uint64_t want,
                                    bool repaginate, relo_reason reason, uint64_t budget);
