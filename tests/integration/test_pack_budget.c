@@ -7,7 +7,7 @@
  * - such packing, and packing before a new page the device would lend,
  *   copy at most 1/64 of the bytes reserved so far, over the device's life;
  * - on a device of known capacity that a new page would fill past 3/4,
- *   packing before it is no longer held back by the budget.
+ *   packing before it is no longer held back by the budget;
  * - a budgeted pack for a page that would fall short of sparing it is
  *   dropped before anything moves.
  * Every live allocation keeps every byte.
