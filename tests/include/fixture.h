@@ -190,6 +190,15 @@ static inline bool fx_same_place(relo_binding a, relo_binding b)
     return a.buffer == b.buffer && a.offset == b.offset && a.size == b.size;
 }
 
+/** How many of the n handles h are no longer where before[i] says. */
+static inline int fx_moved_count(relo_stream *s, const relo_handle *h, const relo_binding *before, int n)
+{
+    int moved = 0;
+    for (int i = 0; i < n; i++)
+        if (!fx_same_place(before[i], fx_bind(s, h[i]))) moved++;
+    return moved;
+}
+
 /** Whether [a.offset, a.offset + a.size) and b's range share a byte of the
  *  same buffer. */
 static inline bool fx_overlap(relo_binding a, relo_binding b)

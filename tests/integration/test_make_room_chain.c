@@ -101,13 +101,7 @@ static bool scene_bytes_intact(scene *sc)
     return true;
 }
 
-static int scene_moved(scene *sc)
-{
-    int moved = 0;
-    for (int i = 0; i < COUNT; i++)
-        if (!fx_same_place(sc->before[i], fx_bind(sc->f.s, sc->h[i]))) moved++;
-    return moved;
-}
+static int scene_moved(scene *sc) { return fx_moved_count(sc->f.s, sc->h, sc->before, COUNT); }
 
 /* No two of the scene's allocations, nor ask (id 0: none), share a byte. */
 static bool scene_apart(scene *sc, relo_handle ask)
