@@ -137,7 +137,8 @@ void relo__steps_after_reserve(relo_device *d)
         d->pack_stuck = 0;
     } else {
         d->pack_stuck = over;
-        d->pack_retry_at = allocated + gain * RELO_PACK_BUDGET_DIVISOR;
+        uint64_t again = relo__min(gain, UINT64_MAX / RELO_PACK_BUDGET_DIVISOR) * RELO_PACK_BUDGET_DIVISOR;
+        d->pack_retry_at = relo__add_sat(allocated, again);
     }
 }
 
