@@ -83,22 +83,26 @@ static void scale_pages(relo_dense *dense, relo_pool *pool, uint64_t live, uint6
     pool->small_request_page = relo__round_down(page, pool->home->alignment);
 }
 
-static relo_status dense_reserve(relo_stream_layout *l, uint64_t size, uint32_t slot, bool allow_new_page,
-                                 relo_slice **out)
+/* Reserves size in the pool its padded size goes to, new_page saying
+ * whether and how a page may be taken. */
+static relo_status reserve_in_pool(relo_stream_layout *l, uint64_t size, uint32_t slot, relo_new_page new_page,
+                                   relo_slice **out)
 {
     const relo_pool_home *home = l->dense.pools[0].home;
     uint64_t padded;
     if (!relo__pad_size(size, home->alignment, home->max_page, &padded)) return RELO_ERR_BUFFER_TOO_BIG;
-    return relo__sliced_reserve(relo__dense_pool_for(l, padded), size, slot, RELO_SLICE_LIVE, allow_new_page, out);
+    return relo__sliced_reserve_in(relo__dense_pool_for(l, padded), size, slot, RELO_SLICE_LIVE, new_page, out);
+}
+
+static relo_status dense_reserve(relo_stream_layout *l, uint64_t size, uint32_t slot, bool allow_new_page,
+                                 relo_slice **out)
+{
+    return reserve_in_pool(l, size, slot, allow_new_page ? RELO_NEW_PAGE_POOL_RULE : RELO_NEW_PAGE_NONE, out);
 }
 
 static relo_status dense_reserve_new_page(relo_stream_layout *l, uint64_t size, uint32_t slot, relo_slice **out)
 {
-    const relo_pool_home *home = l->dense.pools[0].home;
-    uint64_t padded;
-    if (!relo__pad_size(size, home->alignment, home->max_page, &padded)) return RELO_ERR_BUFFER_TOO_BIG;
-    return relo__sliced_reserve_in(relo__dense_pool_for(l, padded), size, slot, RELO_SLICE_LIVE, RELO_NEW_PAGE_ONLY,
-                                   out);
+    return reserve_in_pool(l, size, slot, RELO_NEW_PAGE_ONLY, out);
 }
 
 /* A new page is needed. When the pools already hold more than the slack in
