@@ -34,11 +34,15 @@ rm -rf "$scratch"
 mkdir -p "$scratch"
 prefix=$scratch/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
-# The tools land in bin: the replayer where it was built, the converter
+# The tools land in bin: the replayer and relo-bound where they were built, the converter
 # always (it runs wherever python3 does).
 if [ -f "$build/tools/relo-replay" ]; then
     "$prefix/bin/relo-replay" --version >/dev/null
     echo "ok   relo-replay installed"
+fi
+if [ -f "$build/tools/relo-bound" ]; then
+    "$prefix/bin/relo-bound" --help >/dev/null
+    echo "ok   relo-bound installed"
 fi
 test -x "$prefix/bin/relo-torch-snapshot-to-trace"
 if command -v python3 >/dev/null 2>&1; then
