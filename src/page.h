@@ -108,14 +108,14 @@ typedef struct relo_page {
     bool occ_dirty;             /* changed since its occupancy list was last settled */
 } relo_page;
 
-/** A slab of slice nodes, so that slice churn seldom reaches malloc, and
- *  the page records given back, kept for the next page. */
+/** A slab of slice nodes and page records, both allocated in chunks, so
+ *  that slice churn and new pages seldom reach malloc. */
 typedef struct relo_slice_slab {
     relo_slice *free;           /* free nodes, linked through left */
-    void **chunks;              /* every chunk allocated, for destroy */
+    void **chunks;              /* every chunk allocated (nodes and records), for destroy */
     uint32_t chunk_count, chunk_cap;
     uint32_t rng;               /* priorities for the address treaps */
-    relo_page *free_pages;      /* page records to reuse, linked through free_next */
+    relo_page *free_pages;      /* page records not in use, linked through free_next */
 } relo_slice_slab;
 
 /** Takes a node (zeroed, with a fresh priority). NULL: host memory ran out. */
@@ -124,9 +124,10 @@ relo_slice *relo__slice_new(relo_slice_slab *slab);
 void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice);
 /** Takes a page record (zeroed). NULL: host memory ran out. */
 relo_page *relo__page_new(relo_slice_slab *slab);
-/** Keeps a page record for the next relo__page_new. Never fails. */
+/** Keeps a page record for the next relo__page_new (records are freed
+ *  only with the slab). Never fails. */
 void relo__page_delete(relo_slice_slab *slab, relo_page *page);
-/** Frees every chunk and every page record kept. */
+/** Frees every chunk, and with them every slice node and page record. */
 void relo__slab_destroy(relo_slice_slab *slab);
 
 #endif /* RELO_PAGE_H */
