@@ -135,7 +135,9 @@ static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, re
     }
     if (size == 0) return relo__exclusive_reserve(&s->tiny, 0, slot, allow, out);
     relo_status st = reserve_in_layout(s, size, slot, allow, out);
-    if (st == RELO_OK) exclusive_periodic(s->device, (*out)->page->pool);
+    /* Only the EXCLUSIVE layout's buckets have the suspicion rule. */
+    if (st == RELO_OK && s->layout.ops->kind == RELO_LAYOUT_KIND_BUCKETS)
+        exclusive_periodic(s->device, (*out)->page->pool);
     return st;
 }
 
@@ -164,7 +166,7 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     if (st != RELO_OK) return st;
     uint32_t slot = handle->index;
     relo_slice *slice = NULL;
-    st = route(s, size, slot, &slice);
+    st = route(s, size, slot, &slice); /* the mode again: a relocation above may drop the lock */
     if (st != RELO_OK) {
         uint64_t padded;
         relo_pool *room = dynamic && relo__pad_size(size, d->alignment, UINT64_MAX, &padded)
