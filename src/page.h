@@ -118,10 +118,45 @@ typedef struct relo_slice_slab {
     relo_page *free_pages;      /* page records not in use, linked through free_next */
 } relo_slice_slab;
 
+/** Adds a chunk of free nodes to the slab. Returns false when host memory
+ *  ran out (nothing changed). */
+bool relo__slab_grow(relo_slice_slab *slab);
+
+/* Taking and giving back a node run several times on every reservation
+ * and release: inline, so they cost no call. */
+
 /** Takes a node (zeroed, with a fresh priority). NULL: host memory ran out. */
-relo_slice *relo__slice_new(relo_slice_slab *slab);
+static inline relo_slice *relo__slice_new(relo_slice_slab *slab)
+{
+    if (!slab->free && !relo__slab_grow(slab)) return NULL;
+    relo_slice *s = slab->free;
+    slab->free = s->left;
+    /* xorshift32: treap priorities only need to look random. */
+    uint32_t x = slab->rng ? slab->rng : 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    slab->rng = x;
+    /* Zeroed member by member: a block clear (a call to memset, or a
+     * string store) of its eleven words costs more than the stores, and
+     * inline the compiler drops the stores its caller makes again. */
+    s->offset = s->length = s->size = s->max_length = 0;
+    s->page = NULL;
+    s->prev = s->next = s->left = s->right = NULL;
+    s->priority = x;
+    s->slot = s->move = 0;
+    s->state = RELO_SLICE_FREE;
+    s->leak_on_free = false;
+    return s;
+}
+
 /** Returns a node to the slab. Never fails, never allocates. */
-void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice);
+static inline void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice)
+{
+    slice->left = slab->free;
+    slice->page = NULL;
+    slab->free = slice;
+}
 /** Takes a page record (zeroed). NULL: host memory ran out. */
 relo_page *relo__page_new(relo_slice_slab *slab);
 /** Keeps a page record for the next relo__page_new (records are freed

@@ -43,7 +43,7 @@ RELO_COLD static void *chunk_new(relo_slice_slab *slab, size_t bytes)
     return chunk;
 }
 
-RELO_COLD static bool slab_grow(relo_slice_slab *slab)
+RELO_COLD bool relo__slab_grow(relo_slice_slab *slab)
 {
     relo_slice *chunk = chunk_new(slab, SLAB_CHUNK * sizeof *chunk);
     if (!chunk) return false;
@@ -52,37 +52,6 @@ RELO_COLD static bool slab_grow(relo_slice_slab *slab)
         slab->free = &chunk[i];
     }
     return true;
-}
-
-relo_slice *relo__slice_new(relo_slice_slab *slab)
-{
-    if (!slab->free && !slab_grow(slab)) return NULL;
-    relo_slice *s = slab->free;
-    slab->free = s->left;
-    /* xorshift32: treap priorities only need to look random. */
-    uint32_t x = slab->rng ? slab->rng : 0x9e3779b9u;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    slab->rng = x;
-    /* Zeroed member by member: a node is taken on most reservations, and
-     * a block clear (a call to memset, or a string store) of its eleven
-     * words costs more than the stores. */
-    s->offset = s->length = s->size = s->max_length = 0;
-    s->page = NULL;
-    s->prev = s->next = s->left = s->right = NULL;
-    s->priority = x;
-    s->slot = s->move = 0;
-    s->state = RELO_SLICE_FREE;
-    s->leak_on_free = false;
-    return s;
-}
-
-void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice)
-{
-    slice->left = slab->free;
-    slice->page = NULL;
-    slab->free = slice;
 }
 
 /* Adds a chunk of page records to the records kept. */
