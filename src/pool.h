@@ -275,6 +275,12 @@ typedef enum relo_new_page {
 relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slot, relo_slice_state state,
                                     relo_new_page new_page, relo_slice **out);
 
+/** relo__sliced_reserve_in for a caller that has padded the size already:
+ *  length is size (> 0) padded to the alignment by relo__pad_size.
+ *  Returns as relo__sliced_reserve_in. */
+relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t length, uint32_t slot,
+                                        relo_slice_state state, relo_new_page new_page, relo_slice **out);
+
 /** The size of the page a reservation of length (padded) bytes would add:
  *  the pool's page size, or for variable pages the request's own rule. */
 uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length);
