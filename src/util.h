@@ -31,6 +31,15 @@ static const int relo__debug = RELO_DEBUG_LEVEL;
 #define RELO_COLD
 #endif
 
+/* Marks a function of a less common path (a new page, a mode's pool) that
+ * is not rare enough to be cold: kept out of line so that the common path
+ * that calls it keeps a small frame and can itself be inlined. */
+#if defined(__GNUC__) || defined(__clang__)
+#define RELO_NOINLINE __attribute__((noinline))
+#else
+#define RELO_NOINLINE
+#endif
+
 static inline uint64_t relo__min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static inline uint64_t relo__max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
