@@ -44,7 +44,7 @@ void relo__pool_queue_release(relo_pool *pool, relo_page *page)
 /* A page's emptiness changed: its bytes join (or leave) the empty bytes of
  * the pool and of its home's tallies, which the release threshold weighs
  * (trim.c). */
-static void add_empty(relo_pool *pool, const relo_page *page, bool now_empty)
+void relo__pool_empty_changed(relo_pool *pool, const relo_page *page, bool now_empty)
 {
     if (now_empty) {
         pool->bytes_empty += page->size;
@@ -137,7 +137,7 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
     if (pool->kind == RELO_POOL_SLICED) relo__pool_free_insert(pool, whole);
 
     add_reserved(pool, size);
-    add_empty(pool, page, true);
+    relo__pool_empty_changed(pool, page, true);
     relo__occupancy_touch(&pool->occupancy, page);
     for (int i = 0; i < 2; i++) home->held[i]->counters.backend_allocs++;
     *out = page;
@@ -158,7 +158,7 @@ static void detach(relo_pool *pool, relo_page *page, relo_buffer_free *out, bool
     }
     out->buffer = page->buffer;
     out->size = page->size;
-    add_empty(pool, page, false);
+    relo__pool_empty_changed(pool, page, false);
     relo__occupancy_remove(pool, page);
 
     uint32_t i = page->index;
@@ -241,7 +241,7 @@ void relo__pool_destroy(relo_pool *pool)
         if (p->guards) pool->guarded_pages--;
         p->guards = 0;
         p->fenced = false;
-        if (p->occupied) add_empty(pool, p, true);
+        if (p->occupied) relo__pool_empty_changed(pool, p, true);
         p->occupied = 0;
         p->occupied_bytes = 0;
         p->live = 0;
@@ -262,29 +262,6 @@ void relo__pool_destroy(relo_pool *pool)
     relo__free_index_destroy(&pool->free);
     relo__occupancy_destroy(&pool->occupancy);
     pool->free_pages = NULL;
-}
-
-void relo__pool_slice_take(relo_pool *pool, relo_slice *slice, uint64_t size, uint32_t slot,
-                           relo_slice_state state)
-{
-    relo_page *page = slice->page;
-    RELO_ASSERT(slice->state == RELO_SLICE_FREE);
-    slice->state = (uint8_t)state;
-    slice->size = size;
-    slice->slot = slot;
-    slice->leak_on_free = false;
-    if (page->occupied == 0) add_empty(pool, page, false);
-    page->occupied++;
-    page->occupied_bytes += slice->length;
-    if (page->on_free_list) relo__pool_free_page_remove(pool, page);
-    if (state == RELO_SLICE_LIVE) {
-        page->live++;
-        page->live_size += size;
-        pool->allocations++;
-        pool->bytes_in_use += size;
-        pool->bytes_padding += slice->length - size;
-    }
-    relo__occupancy_touch(&pool->occupancy, page);
 }
 
 /* Unlinks a slice from its page's list and gives its node back. */
@@ -360,7 +337,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
     slice->slot = 0;
     page->occupied--;
     page->occupied_bytes -= slice->length;
-    if (page->occupied == 0) add_empty(pool, page, true);
+    if (page->occupied == 0) relo__pool_empty_changed(pool, page, true);
     relo__occupancy_touch(&pool->occupancy, page);
 
     switch (pool->kind) {
