@@ -234,6 +234,7 @@ void relo__pool_page_unfence(relo_pool *pool, relo_page *page);
 /** Adds a page with no allocation to the free-page list (exclusive,
  *  persistent). */
 void relo__pool_free_page_push(relo_pool *pool, relo_page *page);
+
 /** What the layers above check of a pool's live slices and pages as
  *  relo__pool_check walks them (check.c: the open pass, the handles). */
 typedef struct relo_pool_checker {
