@@ -314,6 +314,37 @@ static void merge_neighbours(relo_pool *pool, relo_slice *sl)
     if (serves) relo__pool_free_insert(pool, sl);
 }
 
+/* A slice marked leak_on_free is freed: a copy from here may still be
+ * running, so the range is never handed out again. */
+RELO_COLD static void free_leaked(relo_pool *pool, relo_slice *slice)
+{
+    slice->state = RELO_SLICE_LEAKED;
+    slice->slot = 0;
+    add_leaked(pool, slice->length);
+    relo__occupancy_touch(&pool->occupancy, slice->page);
+}
+
+/* The rest of a free in a pool of one allocation per page: the page is
+ * whole again. */
+RELO_NOINLINE static void free_unsliced(relo_pool *pool, relo_slice *slice)
+{
+    relo_page *page = slice->page;
+    slice->length = page->size;
+    switch (pool->kind) {
+    case RELO_POOL_EXCLUSIVE:
+    case RELO_POOL_PERSISTENT:
+        /* Reuse decides its fate. */
+        relo__pool_free_page_push(pool, page);
+        break;
+    case RELO_POOL_DEDICATED:
+        if (page->guards == 0) relo__pool_queue_release(pool, page);
+        break;
+    case RELO_POOL_SLICED:
+    case RELO_POOL_KIND_COUNT:
+        break;
+    }
+}
+
 void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
 {
     relo_page *page = slice->page;
@@ -325,11 +356,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
         pool->bytes_padding -= slice->length - slice->size;
     }
     if (slice->leak_on_free) {
-        /* A copy from here may still be running: never hand this range out. */
-        slice->state = RELO_SLICE_LEAKED;
-        slice->slot = 0;
-        add_leaked(pool, slice->length);
-        relo__occupancy_touch(&pool->occupancy, page);
+        free_leaked(pool, slice);
         return;
     }
     slice->state = RELO_SLICE_FREE;
@@ -340,25 +367,12 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
     if (page->occupied == 0) relo__pool_empty_changed(pool, page, true);
     relo__occupancy_touch(&pool->occupancy, page);
 
-    switch (pool->kind) {
-    case RELO_POOL_SLICED:
-        merge_neighbours(pool, slice);
-        if (page->occupied == 0 && relo__page_serves(page) && pool->outdated)
-            relo__pool_queue_release(pool, page);
-        break;
-    case RELO_POOL_EXCLUSIVE:
-    case RELO_POOL_PERSISTENT:
-        /* The page is whole again; reuse decides its fate. */
-        slice->length = page->size;
-        relo__pool_free_page_push(pool, page);
-        break;
-    case RELO_POOL_DEDICATED:
-        slice->length = page->size;
-        if (page->guards == 0) relo__pool_queue_release(pool, page);
-        break;
-    case RELO_POOL_KIND_COUNT:
-        break;
+    if (pool->kind != RELO_POOL_SLICED) {
+        free_unsliced(pool, slice);
+        return;
     }
+    merge_neighbours(pool, slice);
+    if (page->occupied == 0 && relo__page_serves(page) && pool->outdated) relo__pool_queue_release(pool, page);
 }
 
 /* Takes a sliced page's free room out of the index, or puts it back. */
