@@ -46,7 +46,9 @@ static inline uint64_t relo__max(uint64_t a, uint64_t b) { return a > b ? a : b;
 /** Rounds v up to a multiple of align (≥ 1). Returns false on overflow. */
 static inline bool relo__round_up(uint64_t v, uint64_t align, uint64_t *out)
 {
-    uint64_t rem = v % align;
+    /* Every granule and alignment so far is a power of two: a mask, not
+     * a 64-bit division, on the path of every new page. */
+    uint64_t rem = (align & (align - 1)) == 0 ? v & (align - 1) : v % align;
     if (rem == 0) {
         *out = v;
         return true;
@@ -70,7 +72,10 @@ static inline uint32_t relo__log2(uint64_t v)
 }
 
 /** Rounds v down to a multiple of align (≥ 1). */
-static inline uint64_t relo__round_down(uint64_t v, uint64_t align) { return v - v % align; }
+static inline uint64_t relo__round_down(uint64_t v, uint64_t align)
+{
+    return v - ((align & (align - 1)) == 0 ? v & (align - 1) : v % align);
+}
 
 /** a - b, or 0 when b > a. */
 static inline uint64_t relo__sub_sat(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
