@@ -73,8 +73,8 @@ relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slo
 /* No room held fits length bytes: takes the page new_page asks for (not
  * NONE) into *out. Out of line, so the path that finds room (most
  * reservations) does not carry its frame. */
-__attribute__((noinline)) static relo_status take_page(relo_pool *pool, uint64_t length, relo_new_page new_page,
-                                                        relo_page **out)
+RELO_NOINLINE static relo_status take_page(relo_pool *pool, uint64_t length, relo_new_page new_page,
+                                            relo_page **out)
 {
     uint64_t page_size = relo__sliced_new_page_size(pool, length);
     if (pool->variable_pages && length > pool->small_request_max) pool->last_own_page = length;
