@@ -188,7 +188,7 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     if (st != RELO_OK) return st;
     uint32_t slot = handle->index;
     relo_slice *slice = NULL;
-    st = route(s, size, slot, &slice); /* the mode again: a relocation above may drop the lock */
+    st = route(s, size, slot, &slice);
     if (st != RELO_OK) {
         uint64_t padded;
         relo_pool *room = dynamic && relo__pad_size(size, d->alignment, UINT64_MAX, &padded)
