@@ -96,6 +96,14 @@ static relo_status grow(relo_arena *arena, uint64_t size, uint64_t page,
 relo_status relo__arena_reserve(relo_arena *arena, uint64_t size,
                                 uint32_t slot, bool allow_new_page, relo_slice **out)
 {
+    /* The current pages take it (RELO_FIT_FITS, as relo__arena_fit
+     * would find, every arena page being at most the largest): padded
+     * once, here. */
+    relo_pool *current = relo__arena_current(arena);
+    uint64_t needed;
+    if (current && size > 0 && relo__pad_size(size, arena->home->alignment, arena->page_size, &needed))
+        return relo__sliced_reserve_padded(current, size, needed, slot, RELO_SLICE_LIVE,
+                                           allow_new_page ? RELO_NEW_PAGE_POOL_RULE : RELO_NEW_PAGE_NONE, out);
     uint64_t page = 0;
     switch (relo__arena_fit(arena, size, &page)) {
     case RELO_FIT_FITS:

@@ -147,8 +147,10 @@ relo_slice *relo__free_index_find(relo_free_index *index, uint64_t length)
             }
         }
         if (above) {
-            relo_slice *unused;
-            return scan(index->bins[fl * RELO_FREE_SL_COUNT + lsb64(above)], length, SCAN_LIMIT, &unused);
+            relo_slice *head = index->bins[fl * RELO_FREE_SL_COUNT + lsb64(above)], *unused;
+            /* A class of one slice, as most are: that slice, unscanned. */
+            if (!head->right) return head;
+            return scan(head, length, SCAN_LIMIT, &unused);
         }
     }
     /* Nothing above: a fit, if any, is further down the request's class. */

@@ -44,11 +44,17 @@ static relo_status dense_init(relo_stream_layout *l, const relo_pool_home *home)
     return RELO_OK;
 }
 
+/* The pool for padded bytes, the layout known to be dense. */
+static relo_pool *pool_for(relo_dense *dense, uint64_t padded)
+{
+    if (padded <= RELO_DENSE_FINE_MAX && padded <= dense->pools[0].page_size) return &dense->pools[0];
+    return &dense->pools[1];
+}
+
 relo_pool *relo__dense_pool_for(relo_stream_layout *l, uint64_t padded)
 {
     if (l->ops->kind != RELO_LAYOUT_KIND_DENSE) return NULL;
-    if (padded <= RELO_DENSE_FINE_MAX && padded <= l->dense.pools[0].page_size) return &l->dense.pools[0];
-    return &l->dense.pools[1];
+    return pool_for(&l->dense, padded);
 }
 
 relo_pool *relo__dense_spill_pool(relo_stream_layout *l, const relo_pool *pool)
@@ -90,8 +96,11 @@ static relo_status reserve_in_pool(relo_stream_layout *l, uint64_t size, uint32_
 {
     const relo_pool_home *home = l->dense.pools[0].home;
     uint64_t padded;
+    RELO_ASSERT(size > 0);
     if (!relo__pad_size(size, home->alignment, home->max_page, &padded)) return RELO_ERR_BUFFER_TOO_BIG;
-    return relo__sliced_reserve_in(relo__dense_pool_for(l, padded), size, slot, RELO_SLICE_LIVE, new_page, out);
+    /* Padded once: the pool's own limit is checked on the same length. */
+    return relo__sliced_reserve_padded(pool_for(&l->dense, padded), size, padded, slot, RELO_SLICE_LIVE, new_page,
+                                       out);
 }
 
 static relo_status dense_reserve(relo_stream_layout *l, uint64_t size, uint32_t slot, bool allow_new_page,
@@ -114,7 +123,7 @@ static bool dense_want_pack(relo_stream_layout *l, uint64_t size, uint64_t live,
     const relo_pool_home *home = l->dense.pools[0].home;
     uint64_t padded;
     if (!relo__pad_size(size, home->alignment, home->max_page, &padded)) return false;
-    relo_pool *pool = relo__dense_pool_for(l, padded);
+    relo_pool *pool = pool_for(&l->dense, padded);
     live += padded;
     scale_pages(&l->dense, pool, live, padded, live_peak);
     *page = relo__sliced_new_page_size(pool, padded);

@@ -108,25 +108,61 @@ typedef struct relo_page {
     bool occ_dirty;             /* changed since its occupancy list was last settled */
 } relo_page;
 
-/** A slab of slice nodes, so that slice churn seldom reaches malloc, and
- *  the page records given back, kept for the next page. */
+/** A slab of slice nodes and page records, both allocated in chunks, so
+ *  that slice churn and new pages seldom reach malloc. */
 typedef struct relo_slice_slab {
     relo_slice *free;           /* free nodes, linked through left */
-    void **chunks;              /* every chunk allocated, for destroy */
+    void **chunks;              /* every chunk allocated (nodes and records), for destroy */
     uint32_t chunk_count, chunk_cap;
     uint32_t rng;               /* priorities for the address treaps */
-    relo_page *free_pages;      /* page records to reuse, linked through free_next */
+    relo_page *free_pages;      /* page records not in use, linked through free_next */
 } relo_slice_slab;
 
+/** Adds a chunk of free nodes to the slab. Returns false when host memory
+ *  ran out (nothing changed). */
+bool relo__slab_grow(relo_slice_slab *slab);
+
+/* Taking and giving back a node run several times on every reservation
+ * and release: inline, so they cost no call. */
+
 /** Takes a node (zeroed, with a fresh priority). NULL: host memory ran out. */
-relo_slice *relo__slice_new(relo_slice_slab *slab);
+static inline relo_slice *relo__slice_new(relo_slice_slab *slab)
+{
+    if (!slab->free && !relo__slab_grow(slab)) return NULL;
+    relo_slice *s = slab->free;
+    slab->free = s->left;
+    /* xorshift32: treap priorities only need to look random. */
+    uint32_t x = slab->rng ? slab->rng : 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    slab->rng = x;
+    /* Zeroed member by member: a block clear (a call to memset, or a
+     * string store) of its eleven words costs more than the stores, and
+     * inline the compiler drops the stores its caller makes again. */
+    s->offset = s->length = s->size = s->max_length = 0;
+    s->page = NULL;
+    s->prev = s->next = s->left = s->right = NULL;
+    s->priority = x;
+    s->slot = s->move = 0;
+    s->state = RELO_SLICE_FREE;
+    s->leak_on_free = false;
+    return s;
+}
+
 /** Returns a node to the slab. Never fails, never allocates. */
-void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice);
+static inline void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice)
+{
+    slice->left = slab->free;
+    slice->page = NULL;
+    slab->free = slice;
+}
 /** Takes a page record (zeroed). NULL: host memory ran out. */
 relo_page *relo__page_new(relo_slice_slab *slab);
-/** Keeps a page record for the next relo__page_new. Never fails. */
+/** Keeps a page record for the next relo__page_new (records are freed
+ *  only with the slab). Never fails. */
 void relo__page_delete(relo_slice_slab *slab, relo_page *page);
-/** Frees every chunk and every page record kept. */
+/** Frees every chunk, and with them every slice node and page record. */
 void relo__slab_destroy(relo_slice_slab *slab);
 
 #endif /* RELO_PAGE_H */

@@ -44,7 +44,7 @@ void relo__pool_queue_release(relo_pool *pool, relo_page *page)
 /* A page's emptiness changed: its bytes join (or leave) the empty bytes of
  * the pool and of its home's tallies, which the release threshold weighs
  * (trim.c). */
-static void add_empty(relo_pool *pool, const relo_page *page, bool now_empty)
+void relo__pool_empty_changed(relo_pool *pool, const relo_page *page, bool now_empty)
 {
     if (now_empty) {
         pool->bytes_empty += page->size;
@@ -137,7 +137,7 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
     if (pool->kind == RELO_POOL_SLICED) relo__pool_free_insert(pool, whole);
 
     add_reserved(pool, size);
-    add_empty(pool, page, true);
+    relo__pool_empty_changed(pool, page, true);
     relo__occupancy_touch(&pool->occupancy, page);
     for (int i = 0; i < 2; i++) home->held[i]->counters.backend_allocs++;
     *out = page;
@@ -158,7 +158,7 @@ static void detach(relo_pool *pool, relo_page *page, relo_buffer_free *out, bool
     }
     out->buffer = page->buffer;
     out->size = page->size;
-    add_empty(pool, page, false);
+    relo__pool_empty_changed(pool, page, false);
     relo__occupancy_remove(pool, page);
 
     uint32_t i = page->index;
@@ -241,7 +241,7 @@ void relo__pool_destroy(relo_pool *pool)
         if (p->guards) pool->guarded_pages--;
         p->guards = 0;
         p->fenced = false;
-        if (p->occupied) add_empty(pool, p, true);
+        if (p->occupied) relo__pool_empty_changed(pool, p, true);
         p->occupied = 0;
         p->occupied_bytes = 0;
         p->live = 0;
@@ -262,29 +262,6 @@ void relo__pool_destroy(relo_pool *pool)
     relo__free_index_destroy(&pool->free);
     relo__occupancy_destroy(&pool->occupancy);
     pool->free_pages = NULL;
-}
-
-void relo__pool_slice_take(relo_pool *pool, relo_slice *slice, uint64_t size, uint32_t slot,
-                           relo_slice_state state)
-{
-    relo_page *page = slice->page;
-    RELO_ASSERT(slice->state == RELO_SLICE_FREE);
-    slice->state = (uint8_t)state;
-    slice->size = size;
-    slice->slot = slot;
-    slice->leak_on_free = false;
-    if (page->occupied == 0) add_empty(pool, page, false);
-    page->occupied++;
-    page->occupied_bytes += slice->length;
-    if (page->on_free_list) relo__pool_free_page_remove(pool, page);
-    if (state == RELO_SLICE_LIVE) {
-        page->live++;
-        page->live_size += size;
-        pool->allocations++;
-        pool->bytes_in_use += size;
-        pool->bytes_padding += slice->length - size;
-    }
-    relo__occupancy_touch(&pool->occupancy, page);
 }
 
 /* Unlinks a slice from its page's list and gives its node back. */
@@ -337,6 +314,37 @@ static void merge_neighbours(relo_pool *pool, relo_slice *sl)
     if (serves) relo__pool_free_insert(pool, sl);
 }
 
+/* A slice marked leak_on_free is freed: a copy from here may still be
+ * running, so the range is never handed out again. */
+RELO_COLD static void free_leaked(relo_pool *pool, relo_slice *slice)
+{
+    slice->state = RELO_SLICE_LEAKED;
+    slice->slot = 0;
+    add_leaked(pool, slice->length);
+    relo__occupancy_touch(&pool->occupancy, slice->page);
+}
+
+/* The rest of a free in a pool of one allocation per page: the page is
+ * whole again. */
+RELO_NOINLINE static void free_unsliced(relo_pool *pool, relo_slice *slice)
+{
+    relo_page *page = slice->page;
+    slice->length = page->size;
+    switch (pool->kind) {
+    case RELO_POOL_EXCLUSIVE:
+    case RELO_POOL_PERSISTENT:
+        /* Reuse decides its fate. */
+        relo__pool_free_page_push(pool, page);
+        break;
+    case RELO_POOL_DEDICATED:
+        if (page->guards == 0) relo__pool_queue_release(pool, page);
+        break;
+    case RELO_POOL_SLICED:
+    case RELO_POOL_KIND_COUNT:
+        break;
+    }
+}
+
 void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
 {
     relo_page *page = slice->page;
@@ -348,11 +356,7 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
         pool->bytes_padding -= slice->length - slice->size;
     }
     if (slice->leak_on_free) {
-        /* A copy from here may still be running: never hand this range out. */
-        slice->state = RELO_SLICE_LEAKED;
-        slice->slot = 0;
-        add_leaked(pool, slice->length);
-        relo__occupancy_touch(&pool->occupancy, page);
+        free_leaked(pool, slice);
         return;
     }
     slice->state = RELO_SLICE_FREE;
@@ -360,28 +364,15 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
     slice->slot = 0;
     page->occupied--;
     page->occupied_bytes -= slice->length;
-    if (page->occupied == 0) add_empty(pool, page, true);
+    if (page->occupied == 0) relo__pool_empty_changed(pool, page, true);
     relo__occupancy_touch(&pool->occupancy, page);
 
-    switch (pool->kind) {
-    case RELO_POOL_SLICED:
-        merge_neighbours(pool, slice);
-        if (page->occupied == 0 && relo__page_serves(page) && pool->outdated)
-            relo__pool_queue_release(pool, page);
-        break;
-    case RELO_POOL_EXCLUSIVE:
-    case RELO_POOL_PERSISTENT:
-        /* The page is whole again; reuse decides its fate. */
-        slice->length = page->size;
-        relo__pool_free_page_push(pool, page);
-        break;
-    case RELO_POOL_DEDICATED:
-        slice->length = page->size;
-        if (page->guards == 0) relo__pool_queue_release(pool, page);
-        break;
-    case RELO_POOL_KIND_COUNT:
-        break;
+    if (pool->kind != RELO_POOL_SLICED) {
+        free_unsliced(pool, slice);
+        return;
     }
+    merge_neighbours(pool, slice);
+    if (page->occupied == 0 && relo__page_serves(page) && pool->outdated) relo__pool_queue_release(pool, page);
 }
 
 /* Takes a sliced page's free room out of the index, or puts it back. */

@@ -180,10 +180,38 @@ uint32_t relo__pool_release_empty(relo_pool *pool);
 /** Gives back every page, live or not (device and stream destroy). */
 void relo__pool_destroy(relo_pool *pool);
 
+/** Adds a page's bytes to the empty bytes of the pool and its tallies
+ *  (now_empty), or takes them out: its emptiness changed. */
+void relo__pool_empty_changed(relo_pool *pool, const relo_page *page, bool now_empty);
+
+/** Removes a page from the free-page list. */
+void relo__pool_free_page_remove(relo_pool *pool, relo_page *page);
+
 /** Marks a FREE slice as holding an allocation of size bytes for slot (or
- *  as a TARGET when state says so), with the accounting. */
-void relo__pool_slice_take(relo_pool *pool, relo_slice *slice, uint64_t size, uint32_t slot,
-                           relo_slice_state state);
+ *  as a TARGET when state says so), with the accounting. Inline: every
+ *  reservation takes a slice. */
+static inline void relo__pool_slice_take(relo_pool *pool, relo_slice *slice, uint64_t size, uint32_t slot,
+                                         relo_slice_state state)
+{
+    relo_page *page = slice->page;
+    RELO_ASSERT(slice->state == RELO_SLICE_FREE);
+    slice->state = (uint8_t)state;
+    slice->size = size;
+    slice->slot = slot;
+    slice->leak_on_free = false;
+    if (page->occupied == 0) relo__pool_empty_changed(pool, page, false);
+    page->occupied++;
+    page->occupied_bytes += slice->length;
+    if (page->on_free_list) relo__pool_free_page_remove(pool, page);
+    if (state == RELO_SLICE_LIVE) {
+        page->live++;
+        page->live_size += size;
+        pool->allocations++;
+        pool->bytes_in_use += size;
+        pool->bytes_padding += slice->length - size;
+    }
+    relo__occupancy_touch(&pool->occupancy, page);
+}
 
 /**
  * Frees a LIVE or TARGET slice: merges room, updates the accounting, and
@@ -206,8 +234,6 @@ void relo__pool_page_unfence(relo_pool *pool, relo_page *page);
 /** Adds a page with no allocation to the free-page list (exclusive,
  *  persistent). */
 void relo__pool_free_page_push(relo_pool *pool, relo_page *page);
-/** Removes a page from the free-page list. */
-void relo__pool_free_page_remove(relo_pool *pool, relo_page *page);
 
 /** What the layers above check of a pool's live slices and pages as
  *  relo__pool_check walks them (check.c: the open pass, the handles). */
@@ -274,6 +300,12 @@ typedef enum relo_new_page {
 /** relo__sliced_reserve with the new-page rule spelled out. */
 relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slot, relo_slice_state state,
                                     relo_new_page new_page, relo_slice **out);
+
+/** relo__sliced_reserve_in for a caller that has padded the size already:
+ *  length is size (> 0) padded to the alignment by relo__pad_size.
+ *  Returns as relo__sliced_reserve_in. */
+relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t length, uint32_t slot,
+                                        relo_slice_state state, relo_new_page new_page, relo_slice **out);
 
 /** The size of the page a reservation of length (padded) bytes would add:
  *  the pool's page size, or for variable pages the request's own rule. */

@@ -595,7 +595,9 @@ bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
 void relo__relocate_when_wanted(relo_stream *stream)
 {
     relo_device *d = stream->device;
-    if (!relo__relocation_allowed(d)) return;
+    /* The trigger weighs an arena's outdated pages: under a layout with
+     * none (dense, buckets) it never fires, and nothing else is asked. */
+    if (!relo__layout_arena(&stream->layout) || !relo__relocation_allowed(d)) return;
     relo_reason reason = relo__trigger(stream);
     if (reason == RELO_REASON_NONE) return;
     relo__relocate(d, stream, reason);

@@ -1,7 +1,7 @@
 /*
- * slab.c — the slab of slice nodes and the page records kept for reuse
- * (see page.h): a page that goes back and one that comes cost no trip to
- * malloc. Pages themselves (their buffers, their accounting) are made and
+ * slab.c — the slab of slice nodes and of page records (see page.h),
+ * both carved from chunks: a slice or a page that comes seldom costs a
+ * trip to malloc, and one that goes never does. Pages themselves (their buffers, their accounting) are made and
  * given back by the pools (pool.c).
  */
 #include "page.h"
@@ -11,6 +11,9 @@
 #include "hostmem.h"
 
 #define SLAB_CHUNK 256u
+/* Page records per chunk: a workload that takes hundreds of pages (the
+ * dense policy's small pages) pays one malloc per this many. */
+#define PAGE_CHUNK 32u
 
 const char *relo__slice_state_name(relo_slice_state state)
 {
@@ -24,18 +27,26 @@ const char *relo__slice_state_name(relo_slice_state state)
     return "UNKNOWN";
 }
 
-RELO_COLD static bool slab_grow(relo_slice_slab *slab)
+/* Allocates bytes as a new chunk of the slab, kept for destroy. NULL:
+ * host memory ran out (nothing changed). */
+RELO_COLD static void *chunk_new(relo_slice_slab *slab, size_t bytes)
 {
     if (slab->chunk_count == slab->chunk_cap) {
         uint32_t cap = slab->chunk_cap ? slab->chunk_cap * 2 : 16;
         void **chunks = relo__realloc(slab->chunks, cap * sizeof *chunks);
-        if (!chunks) return false;
+        if (!chunks) return NULL;
         slab->chunks = chunks;
         slab->chunk_cap = cap;
     }
-    relo_slice *chunk = relo__malloc(SLAB_CHUNK * sizeof *chunk);
+    void *chunk = relo__malloc(bytes);
+    if (chunk) slab->chunks[slab->chunk_count++] = chunk;
+    return chunk;
+}
+
+RELO_COLD bool relo__slab_grow(relo_slice_slab *slab)
+{
+    relo_slice *chunk = chunk_new(slab, SLAB_CHUNK * sizeof *chunk);
     if (!chunk) return false;
-    slab->chunks[slab->chunk_count++] = chunk;
     for (uint32_t i = 0; i < SLAB_CHUNK; i++) {
         chunk[i].left = slab->free;
         slab->free = &chunk[i];
@@ -43,41 +54,22 @@ RELO_COLD static bool slab_grow(relo_slice_slab *slab)
     return true;
 }
 
-relo_slice *relo__slice_new(relo_slice_slab *slab)
+/* Adds a chunk of page records to the records kept. */
+RELO_COLD static bool page_grow(relo_slice_slab *slab)
 {
-    if (!slab->free && !slab_grow(slab)) return NULL;
-    relo_slice *s = slab->free;
-    slab->free = s->left;
-    /* xorshift32: treap priorities only need to look random. */
-    uint32_t x = slab->rng ? slab->rng : 0x9e3779b9u;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    slab->rng = x;
-    /* Zeroed member by member: a node is taken on most reservations, and
-     * a block clear (a call to memset, or a string store) of its eleven
-     * words costs more than the stores. */
-    s->offset = s->length = s->size = s->max_length = 0;
-    s->page = NULL;
-    s->prev = s->next = s->left = s->right = NULL;
-    s->priority = x;
-    s->slot = s->move = 0;
-    s->state = RELO_SLICE_FREE;
-    s->leak_on_free = false;
-    return s;
-}
-
-void relo__slice_delete(relo_slice_slab *slab, relo_slice *slice)
-{
-    slice->left = slab->free;
-    slice->page = NULL;
-    slab->free = slice;
+    relo_page *chunk = chunk_new(slab, PAGE_CHUNK * sizeof *chunk);
+    if (!chunk) return false;
+    for (uint32_t i = PAGE_CHUNK; i-- > 0;) {
+        chunk[i].free_next = slab->free_pages;
+        slab->free_pages = &chunk[i];
+    }
+    return true;
 }
 
 relo_page *relo__page_new(relo_slice_slab *slab)
 {
+    if (!slab->free_pages && !page_grow(slab)) return NULL;
     relo_page *page = slab->free_pages;
-    if (!page) return relo__calloc(sizeof *page);
     slab->free_pages = page->free_next;
     memset(page, 0, sizeof *page);
     return page;
@@ -92,11 +84,7 @@ void relo__page_delete(relo_slice_slab *slab, relo_page *page)
 
 void relo__slab_destroy(relo_slice_slab *slab)
 {
-    while (slab->free_pages) {
-        relo_page *page = slab->free_pages;
-        slab->free_pages = page->free_next;
-        relo__free(page);
-    }
+    /* Page records live in chunks too: every one goes with them. */
     for (uint32_t i = 0; i < slab->chunk_count; i++) relo__free(slab->chunks[i]);
     relo__free(slab->chunks);
     memset(slab, 0, sizeof *slab);

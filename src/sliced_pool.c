@@ -67,6 +67,35 @@ relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slo
     uint64_t length;
     if (!relo__pad_size(size ? size : 1, pool->home->alignment, pool->page_size, &length))
         return RELO_ERR_BUFFER_TOO_BIG;
+    return relo__sliced_reserve_padded(pool, size, length, slot, state, new_page, out);
+}
+
+/* No room held fits length bytes: takes the page new_page asks for (not
+ * NONE) into *out. Out of line, so the path that finds room (most
+ * reservations) does not carry its frame. */
+RELO_NOINLINE static relo_status take_page(relo_pool *pool, uint64_t length, relo_new_page new_page,
+                                            relo_page **out)
+{
+    uint64_t page_size = relo__sliced_new_page_size(pool, length);
+    if (pool->variable_pages && length > pool->small_request_max) pool->last_own_page = length;
+    if (new_page == RELO_NEW_PAGE_EXACT && pool->variable_pages &&
+        (!relo__round_up(relo__max(length, pool->exact_hint), pool->granule, &page_size) ||
+         page_size > pool->page_size))
+        page_size = pool->page_size;
+    relo_status st = relo__pool_page_new(pool, page_size, out);
+    /* A page of several copies bets on more of the same size; when the
+     * device cannot lend it, a page for this request alone may fit. */
+    uint64_t exact;
+    if (st == RELO_ERR_OUT_OF_MEMORY && pool->variable_pages && relo__round_up(length, pool->granule, &exact) &&
+        exact < page_size)
+        st = relo__pool_page_new(pool, exact, out);
+    return st;
+}
+
+relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t length, uint32_t slot,
+                                        relo_slice_state state, relo_new_page new_page, relo_slice **out)
+{
+    if (length > pool->page_size) return RELO_ERR_BUFFER_TOO_BIG;
     /* A search the caller has just made in vain is not made again (the
      * dense layout's reservation that asks about packing in between). */
     RELO_ASSERT(new_page != RELO_NEW_PAGE_ONLY || !pool->free.by_size || !relo__free_index_find(&pool->free, length));
@@ -74,19 +103,7 @@ relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slo
     relo_page *fresh = NULL;
     if (!f) {
         if (new_page == RELO_NEW_PAGE_NONE) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
-        uint64_t page_size = relo__sliced_new_page_size(pool, length);
-        if (pool->variable_pages && length > pool->small_request_max) pool->last_own_page = length;
-        if (new_page == RELO_NEW_PAGE_EXACT && pool->variable_pages &&
-            (!relo__round_up(relo__max(length, pool->exact_hint), pool->granule, &page_size) ||
-             page_size > pool->page_size))
-            page_size = pool->page_size;
-        relo_status st = relo__pool_page_new(pool, page_size, &fresh);
-        /* A page of several copies bets on more of the same size; when the
-         * device cannot lend it, a page for this request alone may fit. */
-        uint64_t exact;
-        if (st == RELO_ERR_OUT_OF_MEMORY && pool->variable_pages && relo__round_up(length, pool->granule, &exact) &&
-            exact < page_size)
-            st = relo__pool_page_new(pool, exact, &fresh);
+        relo_status st = take_page(pool, length, new_page, &fresh);
         if (st != RELO_OK) return st;
         f = fresh->first;
     }

@@ -125,7 +125,16 @@ void relo__steps_after_reserve(relo_device *d)
      *    or the budget has earned that much again. */
     relo__trim_auto(d);
     if (d->layout->kind != RELO_LAYOUT_KIND_DENSE || d->recording) return;
-    uint64_t keep = relo__trim_threshold(d), live = relo__trim_live(d), held = d->held.bytes_reserved;
+    uint64_t live = relo__trim_live(d), held = d->held.bytes_reserved;
+    /* Cheaply first: a proportional threshold is at least live / 16, and
+     * packing asks for as much again past it, so less than twice that
+     * held past live is not enough (the usual answer). */
+    if (d->desc.release_threshold == RELO_RELEASE_THRESHOLD_PROPORTIONAL &&
+        (held <= live || held - live < 2 * (live / RELO_TRIM_LIVE_DIVISOR))) {
+        d->pack_stuck = 0;
+        return;
+    }
+    uint64_t keep = relo__trim_threshold(d);
     uint64_t gain = relo__max(relo__max(d->granule, RELO_PACK_MIN_GAIN), keep);
     if (keep == UINT64_MAX || held <= live || held - live <= keep || held - live - keep < gain) {
         d->pack_stuck = 0;

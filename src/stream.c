@@ -96,6 +96,25 @@ static void layout_totals(const relo_device *d, uint64_t *live, uint64_t *reserv
     }
 }
 
+/* The search of reserve_in_layout found no room: asks the layout whether
+ * to pack first, packs, searches once more, and takes the new page. Out
+ * of line, so the search that finds room keeps a small frame. */
+RELO_NOINLINE static relo_status reserve_after_search(struct relo_stream *s, uint64_t size, uint32_t slot,
+                                                      relo_slice **out)
+{
+    relo_device *d = s->device;
+    relo_stream_layout *l = &s->layout;
+    const relo_layout_ops *ops = l->ops;
+    uint64_t live, reserved, page;
+    layout_totals(d, &live, &reserved);
+    if (ops->want_pack(l, size, live, reserved, relo__relocation_allowed(d), &d->layout_live_peak, &page)) {
+        ops->packed(l, relo__steps_pack_before_page(d, page));
+        relo_status st = ops->reserve(l, size, slot, false, out);
+        if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
+    }
+    return ops->reserve_new_page(l, size, slot, out);
+}
+
 /* Reserves in the stream's layout. A layout that packs before a new page
  * (dense) is asked first whether to, with the device's totals, and the
  * compaction runs here, in the layer that may move memory. The new page
@@ -104,27 +123,20 @@ static void layout_totals(const relo_device *d, uint64_t *live, uint64_t *reserv
 static relo_status reserve_in_layout(struct relo_stream *s, uint64_t size, uint32_t slot, bool allow,
                                      relo_slice **out)
 {
-    relo_device *d = s->device;
     relo_stream_layout *l = &s->layout;
     const relo_layout_ops *ops = l->ops;
     if (!ops->want_pack || !allow) return ops->reserve(l, size, slot, allow, out);
     relo_status st = ops->reserve(l, size, slot, false, out);
     if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
-    uint64_t live, reserved, page;
-    layout_totals(d, &live, &reserved);
-    if (ops->want_pack(l, size, live, reserved, relo__relocation_allowed(d), &d->layout_live_peak, &page)) {
-        ops->packed(l, relo__steps_pack_before_page(d, page));
-        st = ops->reserve(l, size, slot, false, out);
-        if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
-    }
-    return ops->reserve_new_page(l, size, slot, out);
+    return reserve_after_search(s, size, slot, out);
 }
 
-/* Routes one reservation to its pool (design §3.6, routing order). */
-static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, relo_slice **out)
+/* The reservations no layout serves: a mode's own pool, and size 0 in the
+ * tiny pool (design §3.6, routing order). */
+RELO_NOINLINE static relo_status route_outside_layout(struct relo_stream *s, relo_mode mode, uint64_t size,
+                                                      uint32_t slot, bool allow, relo_slice **out)
 {
-    bool allow = s->capture.state != RELO_CAPTURE_RECORDING;
-    switch (effective_mode(s)) {
+    switch (mode) {
     case RELO_MODE_DEDICATED:
         return relo__dedicated_reserve(&s->dedicated, size, slot, allow, out);
     case RELO_MODE_PERSISTENT:
@@ -133,9 +145,21 @@ static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, re
     case RELO_MODE_COUNT:
         break;
     }
-    if (size == 0) return relo__exclusive_reserve(&s->tiny, 0, slot, allow, out);
+    return relo__exclusive_reserve(&s->tiny, 0, slot, allow, out);
+}
+
+/* Routes one reservation to its pool (design §3.6, routing order): a
+ * mode's pool, then size 0's, then the layout. */
+static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, relo_slice **out)
+{
+    bool allow = s->capture.state != RELO_CAPTURE_RECORDING;
+    relo_mode mode = effective_mode(s);
+    if (mode == RELO_MODE_DEDICATED || mode == RELO_MODE_PERSISTENT || size == 0)
+        return route_outside_layout(s, mode, size, slot, allow, out);
     relo_status st = reserve_in_layout(s, size, slot, allow, out);
-    if (st == RELO_OK) exclusive_periodic(s->device, (*out)->page->pool);
+    /* Only the EXCLUSIVE layout's buckets have the suspicion rule. */
+    if (st == RELO_OK && s->layout.ops->kind == RELO_LAYOUT_KIND_BUCKETS)
+        exclusive_periodic(s->device, (*out)->page->pool);
     return st;
 }
 

@@ -31,13 +31,24 @@ static const int relo__debug = RELO_DEBUG_LEVEL;
 #define RELO_COLD
 #endif
 
+/* Marks a function of a less common path (a new page, a mode's pool) that
+ * is not rare enough to be cold: kept out of line so that the common path
+ * that calls it keeps a small frame and can itself be inlined. */
+#if defined(__GNUC__) || defined(__clang__)
+#define RELO_NOINLINE __attribute__((noinline))
+#else
+#define RELO_NOINLINE
+#endif
+
 static inline uint64_t relo__min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static inline uint64_t relo__max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /** Rounds v up to a multiple of align (≥ 1). Returns false on overflow. */
 static inline bool relo__round_up(uint64_t v, uint64_t align, uint64_t *out)
 {
-    uint64_t rem = v % align;
+    /* Every granule and alignment so far is a power of two: a mask, not
+     * a 64-bit division, on the path of every new page. */
+    uint64_t rem = (align & (align - 1)) == 0 ? v & (align - 1) : v % align;
     if (rem == 0) {
         *out = v;
         return true;
@@ -61,7 +72,10 @@ static inline uint32_t relo__log2(uint64_t v)
 }
 
 /** Rounds v down to a multiple of align (≥ 1). */
-static inline uint64_t relo__round_down(uint64_t v, uint64_t align) { return v - v % align; }
+static inline uint64_t relo__round_down(uint64_t v, uint64_t align)
+{
+    return v - ((align & (align - 1)) == 0 ? v & (align - 1) : v % align);
+}
 
 /** a - b, or 0 when b > a. */
 static inline uint64_t relo__sub_sat(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
