@@ -13,16 +13,16 @@
 #include "log.h"
 #include "relocation.h"
 
-void relo__device_lock(relo_device *device) { pthread_mutex_lock(&device->lock); }
+void relo__device_lock(relo_device *device) { relo__lock_acquire(&device->lock); }
 void relo__device_unlock(relo_device *device)
 {
     if (device->log.count == 0 && device->log.dropped == 0) {
-        pthread_mutex_unlock(&device->lock);
+        relo__lock_release(&device->lock);
         return;
     }
     relo_log_queue lines;
     relo__log_take(&device->log, &lines);
-    pthread_mutex_unlock(&device->lock);
+    relo__lock_release(&device->lock);
     relo__log_send(device, &lines);
 }
 
@@ -40,8 +40,8 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
     relo_device *d = relo__calloc(sizeof *d);
     if (!d) return RELO_ERR_HOST_MEMORY;
     /* Each step undoes the ones before it when a later one fails. */
-    if (pthread_mutex_init(&d->lock, NULL) != 0) goto no_lock;
-    if (pthread_cond_init(&d->pass_done, NULL) != 0) goto no_cond;
+    if (!relo__lock_init(&d->lock)) goto no_lock;
+    if (!relo__cond_init(&d->pass_done)) goto no_cond;
     if (relo__handle_table_init(&d->handles) != RELO_OK) goto no_tag;
     if (d0.page_free == RELO_PAGE_FREE_THREAD && relo__releaser_start(&d->releaser, backend) != RELO_OK)
         goto no_releaser;
@@ -61,9 +61,9 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
 no_releaser:
     relo__handle_table_destroy(&d->handles);
 no_tag:
-    pthread_cond_destroy(&d->pass_done);
+    relo__cond_destroy(&d->pass_done);
 no_cond:
-    pthread_mutex_destroy(&d->lock);
+    relo__lock_destroy(&d->lock);
 no_lock:
     relo__free(d);
     return RELO_ERR_HOST_MEMORY;
@@ -92,8 +92,8 @@ relo_status relo_device_destroy(relo_device *device)
     relo__handle_table_destroy(&device->handles);
     relo__slab_destroy(&device->slab);
     relo__device_unlock(device);
-    pthread_cond_destroy(&device->pass_done);
-    pthread_mutex_destroy(&device->lock);
+    relo__cond_destroy(&device->pass_done);
+    relo__lock_destroy(&device->lock);
     relo__releaser_stop(&device->releaser);
     relo_backend_destroy(device->backend);
     relo__free(device);

@@ -9,11 +9,11 @@
 #ifndef RELO_DEVICE_H
 #define RELO_DEVICE_H
 
-#include <pthread.h>
 #include <stdint.h>
 
 #include "backend/backend.h"
 #include "handle.h"
+#include "lock.h"
 #include "log.h"
 #include "page.h"
 #include "reason.h"
@@ -26,8 +26,8 @@
 typedef void (*relo__move_hook)(void *user, relo_handle handle, uint64_t size);
 
 struct relo_device {
-    pthread_mutex_t lock;
-    pthread_cond_t pass_done;       /* signalled when the open pass closes */
+    relo_lock lock;                 /* lock.h: cheaper than a pthread mutex uncontended */
+    relo_cond pass_done;            /* broadcast when the open pass closes; waits pass lock */
     struct relo_pass *open_pass;    /* the one pass open now, or NULL */
     relo_device_desc desc;          /* effective: defaults resolved */
     const relo_layout_ops *layout;  /* every stream's, picked from desc (layout.h) */
@@ -67,7 +67,11 @@ struct relo_device {
     relo_log_queue log;             /* lines for the callback, sent at unlock */
 };
 
+/** Takes the device lock (every public call does, once). Not recursive. */
 void relo__device_lock(relo_device *device);
+
+/** Releases the device lock, which the calling thread holds, then sends
+ *  the log lines queued under it to the callback (which may call relo). */
 void relo__device_unlock(relo_device *device);
 
 /**

@@ -455,7 +455,7 @@ bool relo__pass_close(relo_pass *plan, relo_copy_outcome outcome)
     if (d->open_pass == plan) {
         for (uint32_t i = 0; i < plan->count; i++) plan->moves[i].src->move = 0;
         d->open_pass = NULL;
-        pthread_cond_broadcast(&d->pass_done);
+        relo__cond_broadcast(&d->pass_done);
     }
     if (plan->count > 0) {
         switch (outcome) {
@@ -539,14 +539,14 @@ bool relo__pass_finish(relo_pass *plan)
 
 void relo__pass_settle(relo_device *d)
 {
-    while (d->open_pass && !d->open_pass->runtime) pthread_cond_wait(&d->pass_done, &d->lock);
+    while (d->open_pass && !d->open_pass->runtime) relo__cond_wait(&d->pass_done, &d->lock);
 }
 
 bool relo__pass_wait_for_move(relo_device *d, const relo_slice *slice)
 {
     if (slice->move == 0 || pthread_equal(d->open_pass->owner, pthread_self())) return false;
     uint64_t id = d->open_pass->id;
-    while (d->open_pass && d->open_pass->id == id) pthread_cond_wait(&d->pass_done, &d->lock);
+    while (d->open_pass && d->open_pass->id == id) relo__cond_wait(&d->pass_done, &d->lock);
     return true;
 }
 

@@ -12,7 +12,7 @@ ROOT=$2
 # The layers, bottom first (docs/architecture.md keeps the same table).
 layer_of() {
     case $1 in
-    util.h | hostmem.h | hostmem.c | reason.h | status.c | version.c | \
+    util.h | hostmem.h | hostmem.c | lock.h | lock.c | reason.h | status.c | version.c | \
         releaser.h | releaser.c | backend/*) echo 1 ;;
     page.h | slab.c | handle.h | handle.c | free_tree.c | \
         free_index.h | free_index.c) echo 2 ;;
