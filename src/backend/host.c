@@ -22,18 +22,17 @@
 static relo_status host_alloc(void *ctx, uint64_t size, void **buffer, uint64_t *address)
 {
     relo__hostlike *h = ctx;
-    relo_status s = relo__hostlike_alloc_admit(h, size);
+    relo_status s = relo__hostlike_alloc_claim(h, size, NULL);
     if (s != RELO_OK) return s;
-    if (size > SIZE_MAX) return RELO_ERR_OUT_OF_MEMORY;
 
     void *p = NULL;
     /* Host memory is this backend's device memory: running out of it is the
      * device refusing, which relo may clean up after and retry. */
-    if (posix_memalign(&p, (size_t)h->address_alignment, (size_t)size) != 0 || !p)
+    if (size > SIZE_MAX || posix_memalign(&p, (size_t)h->address_alignment, (size_t)size) != 0 || !p) {
+        relo__hostlike_alloc_unclaim(h, size);
         return RELO_ERR_OUT_OF_MEMORY;
+    }
     memset(p, HOST_FRESH_BYTE, (size_t)size);
-
-    relo__hostlike_alloc_done(h, size);
     *buffer = p;
     *address = (uint64_t)(uintptr_t)p;
     return RELO_OK;

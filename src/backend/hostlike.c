@@ -107,10 +107,15 @@ uint64_t relo__hostlike_charge(const relo__hostlike *ctx, uint64_t size)
     return size > UINT64_MAX - extra ? UINT64_MAX : size + extra;
 }
 
-relo_status relo__hostlike_alloc_admit(relo__hostlike *ctx, uint64_t size)
+relo_status relo__hostlike_alloc_claim(relo__hostlike *ctx, uint64_t size, uint64_t *address)
 {
     if (size == 0 || size > ctx->max_page_size) return RELO_ERR_BACKEND;
     uint64_t charge = relo__hostlike_charge(ctx, size);
+    uint64_t mask = ctx->address_alignment - 1, span = 0;
+    if (address) {
+        if (size > UINT64_MAX - mask) return RELO_ERR_OUT_OF_MEMORY;
+        span = (size + mask) & ~mask;
+    }
     pthread_mutex_lock(&ctx->lock);
     relo_status st = RELO_OK;
     if (ctx->faults.refuse_alloc_above && size > ctx->faults.refuse_alloc_above)
@@ -122,16 +127,28 @@ relo_status relo__hostlike_alloc_admit(relo__hostlike *ctx, uint64_t size)
     if (ctx->capacity &&
         (ctx->counts.bytes_held > ctx->capacity || charge > ctx->capacity - ctx->counts.bytes_held))
         st = RELO_ERR_OUT_OF_MEMORY;
+    /* Running out of virtual addresses is the device refusing. */
+    if (address && ctx->next_address > UINT64_MAX - span) st = RELO_ERR_OUT_OF_MEMORY;
+    if (st == RELO_OK) {
+        ctx->counts.allocs++;
+        ctx->counts.bytes_held += charge;
+        ctx->allocs_since_faults++;
+        if (address) {
+            *address = ctx->next_address;
+            ctx->next_address += span;
+        }
+    }
     pthread_mutex_unlock(&ctx->lock);
     return st;
 }
 
-void relo__hostlike_alloc_done(relo__hostlike *ctx, uint64_t size)
+void relo__hostlike_alloc_unclaim(relo__hostlike *ctx, uint64_t size)
 {
     pthread_mutex_lock(&ctx->lock);
-    ctx->counts.allocs++;
-    ctx->counts.bytes_held += relo__hostlike_charge(ctx, size);
-    ctx->allocs_since_faults++;
+    uint64_t charge = relo__hostlike_charge(ctx, size);
+    ctx->counts.allocs--;
+    ctx->counts.bytes_held = ctx->counts.bytes_held >= charge ? ctx->counts.bytes_held - charge : 0;
+    ctx->allocs_since_faults--;
     pthread_mutex_unlock(&ctx->lock);
 }
 

@@ -22,7 +22,8 @@
 
 /* The context of a host or sim backend (see above for who writes what). */
 typedef struct relo__hostlike {
-    pthread_mutex_t lock;          /* bytes held, the alloc and free counts, allocs_since_faults */
+    pthread_mutex_t lock;          /* bytes held, the alloc and free counts, allocs_since_faults,
+                                      next_address */
     relo_host_desc faults;         /* refuse_* and fail_* in force; the rest unused */
     uint64_t capacity;             /* bytes lent before refusing; 0 = unlimited */
     uint64_t max_page_size;        /* largest buffer accepted */
@@ -31,7 +32,7 @@ typedef struct relo__hostlike {
     relo_host_counts counts;       /* calls served so far */
     uint64_t allocs_since_faults;  /* successful allocs since creation or set_faults */
     uint64_t copies_since_faults;  /* successful copies since creation or set_faults */
-    uint64_t next_address;         /* sim only: the next virtual address to hand out */
+    uint64_t next_address;         /* sim only: the next virtual address to hand out (lock) */
     bool no_free_fill;             /* host only: freed buffers skip their fill */
 } relo__hostlike;
 
@@ -62,16 +63,21 @@ relo_status relo__hostlike_create(const relo_backend_ops *ops, const relo_host_d
 uint64_t relo__hostlike_charge(const relo__hostlike *ctx, uint64_t size);
 
 /*
- * Decides whether an alloc of size bytes may be served: RELO_OK, or
- * RELO_ERR_OUT_OF_MEMORY for an injected refusal or the capacity (which
- * the buffer's charge must fit), or
- * RELO_ERR_BACKEND for a size the contract forbids (0, above max page).
- * Changes nothing.
+ * Decides whether an alloc of size bytes may be served and, if so, counts
+ * it as served at once (one critical section, so that two threads cannot
+ * both be admitted into the last of the capacity). Returns RELO_OK, or
+ * RELO_ERR_OUT_OF_MEMORY for an injected refusal, the capacity (which the
+ * buffer's charge must fit) or, with address, the address space, or
+ * RELO_ERR_BACKEND for a size the contract forbids (0, above max page),
+ * and then changes nothing. With address (sim), also hands out the
+ * buffer's address from next_address. A backend that then fails to make
+ * the buffer calls relo__hostlike_alloc_unclaim.
  */
-relo_status relo__hostlike_alloc_admit(relo__hostlike *ctx, uint64_t size);
+relo_status relo__hostlike_alloc_claim(relo__hostlike *ctx, uint64_t size, uint64_t *address);
 
-/* Records a served alloc of size bytes. */
-void relo__hostlike_alloc_done(relo__hostlike *ctx, uint64_t size);
+/* Undoes a successful relo__hostlike_alloc_claim of size bytes whose
+ * buffer could not be made (its address, if any, is not reused). */
+void relo__hostlike_alloc_unclaim(relo__hostlike *ctx, uint64_t size);
 
 /* Records a free of size bytes. */
 void relo__hostlike_free_done(relo__hostlike *ctx, uint64_t size);

@@ -2,9 +2,10 @@
  * backend/sim.c — the simulated backend: bookkeeping only, no bytes, so a
  * replay of a trace far larger than this machine's memory runs.
  *
- * A buffer is a small host record (relo__malloc) holding its virtual
- * address; addresses come from a bump counter, each rounded up to the
- * alignment's power of two, so they are distinct, aligned and never 0.
+ * A buffer is its virtual address, cast to a pointer (a small host record
+ * holding it where pointers are narrower than 64 bits); addresses come from
+ * a bump counter, each rounded up to the alignment's power of two, so they
+ * are distinct, aligned and never 0.
  * Address space is never reused: 2^64 bytes outlast any trace. write and
  * read are absent (relo then reports RELO_ERR_UNSUPPORTED); copies succeed
  * at once. Each buffer takes its size rounded up to the granule (2 MiB by
@@ -15,40 +16,44 @@
 #include "backend/hostlike.h"
 #include "hostmem.h"
 
-/* One simulated buffer. Its address makes it distinct from every other. */
+/* A buffer is its address where a pointer holds 64 bits (no host memory
+ * per buffer); elsewhere a small record holding it. */
+#if UINTPTR_MAX >= UINT64_MAX
+#define SIM_BUFFER_IS_ADDRESS 1
+#else
+#define SIM_BUFFER_IS_ADDRESS 0
 typedef struct sim_buffer {
     uint64_t address;
-    uint64_t size;
 } sim_buffer;
+#endif
 
 static relo_status sim_alloc(void *ctx, uint64_t size, void **buffer, uint64_t *address)
 {
     relo__hostlike *h = ctx;
-    relo_status s = relo__hostlike_alloc_admit(h, size);
+    uint64_t a = 0;
+    relo_status s = relo__hostlike_alloc_claim(h, size, &a);
     if (s != RELO_OK) return s;
-
-    uint64_t mask = h->address_alignment - 1;
-    if (size > UINT64_MAX - mask) return RELO_ERR_OUT_OF_MEMORY;
-    uint64_t span = (size + mask) & ~mask;
-    /* Running out of virtual addresses is the device refusing. */
-    if (h->next_address > UINT64_MAX - span) return RELO_ERR_OUT_OF_MEMORY;
-
+#if SIM_BUFFER_IS_ADDRESS
+    *buffer = (void *)(uintptr_t)a;
+#else
     sim_buffer *b = relo__malloc(sizeof *b);
-    if (!b) return RELO_ERR_HOST_MEMORY;
-    b->address = h->next_address;
-    b->size = size;
-    h->next_address += span;
-
-    relo__hostlike_alloc_done(h, size);
+    if (!b) {
+        relo__hostlike_alloc_unclaim(h, size);
+        return RELO_ERR_HOST_MEMORY;
+    }
+    b->address = a;
     *buffer = b;
-    *address = b->address;
+#endif
+    *address = a;
     return RELO_OK;
 }
 
 static void sim_free(void *ctx, void *buffer, uint64_t size)
 {
     if (!buffer) return;
+#if !SIM_BUFFER_IS_ADDRESS
     relo__free(buffer);
+#endif
     relo__hostlike_free_done(ctx, size);
 }
 
