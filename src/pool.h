@@ -75,6 +75,11 @@ typedef enum relo_pool_kind {
 
 const char *relo__pool_kind_name(relo_pool_kind kind);
 
+/* How many distinct sizes of larger requests with a page of their own a
+ * pool of variable pages remembers, to tell a repeated size (a layer's
+ * activations, interleaved with other layers' sizes) from one seen once. */
+#define RELO_OWN_SIZES 4u
+
 typedef struct relo_pool {
     relo_pool_kind kind;
     const char *name;           /* "small", "arena", "bucket", ... for reports */
@@ -91,9 +96,10 @@ typedef struct relo_pool {
                                    allocations, so they share one page); 0 = none */
     uint64_t small_request_max; /* variable_pages: requests up to this ... */
     uint64_t small_request_page; /* ... get a new page of this size */
-    uint64_t last_own_page;     /* variable_pages: the last larger request given a page of its
-                                   own (a second one of that size gets a page of two copies
-                                   where that strands less) */
+    uint64_t own_sizes[RELO_OWN_SIZES]; /* variable_pages: the last RELO_OWN_SIZES distinct larger
+                                   requests given a page of their own (one of them again gets a
+                                   page of several copies where that strands less); 0 = none */
+    uint32_t own_next;          /* ... the entry the next new size replaces */
 
     relo_page **pages;          /* every page held, page->index is the position */
     uint32_t page_count, page_cap;

@@ -70,6 +70,23 @@ relo_status relo__sliced_reserve_in(relo_pool *pool, uint64_t size, uint32_t slo
     return relo__sliced_reserve_padded(pool, size, length, slot, state, new_page, out);
 }
 
+/* True when length is among the sizes that had a page of their own lately. */
+static bool own_size_seen(const relo_pool *pool, uint64_t length)
+{
+    for (uint32_t i = 0; i < RELO_OWN_SIZES; i++)
+        if (pool->own_sizes[i] == length) return true;
+    return false;
+}
+
+/* Remembers length as a size given a page of its own, in place of the
+ * oldest remembered size when it is a new one. */
+static void note_own_size(relo_pool *pool, uint64_t length)
+{
+    if (own_size_seen(pool, length)) return;
+    pool->own_sizes[pool->own_next] = length;
+    pool->own_next = (pool->own_next + 1) % RELO_OWN_SIZES;
+}
+
 /* No room held fits length bytes: takes the page new_page asks for (not
  * NONE) into *out. Out of line, so the path that finds room (most
  * reservations) does not carry its frame. */
@@ -77,7 +94,7 @@ RELO_NOINLINE static relo_status take_page(relo_pool *pool, uint64_t length, rel
                                             relo_page **out)
 {
     uint64_t page_size = relo__sliced_new_page_size(pool, length);
-    if (pool->variable_pages && length > pool->small_request_max) pool->last_own_page = length;
+    if (pool->variable_pages && length > pool->small_request_max) note_own_size(pool, length);
     if (new_page == RELO_NEW_PAGE_EXACT && pool->variable_pages &&
         (!relo__round_up(relo__max(length, pool->exact_hint), pool->granule, &page_size) ||
          page_size > pool->page_size))
@@ -112,8 +129,11 @@ relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t
     return st;
 }
 
-/* A page's stranded tail beyond 1/this of its request is worth a second copy. */
-#define RELO_STRANDED_TAIL_DIVISOR 16u
+/* A page's stranded tail beyond 1/this of its request is worth more copies
+ * of a repeated size, ... */
+#define RELO_STRANDED_TAIL_DIVISOR 64u
+/* ... up to this many on one page. */
+#define RELO_OWN_COPIES_MAX 4u
 
 uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
 {
@@ -141,16 +161,23 @@ uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
         return best_page;
     }
     if (!relo__round_up(length, pool->granule, &page) || page > pool->page_size) page = pool->page_size;
-    /* A larger request has a page of its own. When the same size comes
-     * again and the granule strands a tail of more than the 1/16 slack
-     * packing allows (a 12.5 MiB request: 1.5 MiB of a 14 MiB page), a
-     * page of two copies is taken when it strands less per byte (26 MiB:
-     * 1 MiB for two). A size seen once (a growing workload) is not bet on. */
-    uint64_t two;
-    if (length == pool->last_own_page && (page - length) * RELO_STRANDED_TAIL_DIVISOR > length &&
-        length <= UINT64_MAX / 2 &&
-        relo__round_up(2 * length, pool->granule, &two) && two <= pool->page_size &&
-        (two - 2 * length) * page < (page - length) * two)
-        page = two;
+    /* A larger request has a page of its own. When a size that had one
+     * lately comes again and the granule strands more than 1/64 of it (a
+     * 12.5 MiB request: 1.5 MiB of a 14 MiB page), the page holds up to
+     * four copies, the count that strands the least per byte (50 MiB: none
+     * for four). A size seen once (a growing workload) is not bet on. */
+    if (own_size_seen(pool, length) && (page - length) * RELO_STRANDED_TAIL_DIVISOR > length) {
+        uint64_t best_waste = page - length, best_page = page;
+        for (uint64_t k = 2; k <= RELO_OWN_COPIES_MAX && length <= UINT64_MAX / k; k++) {
+            uint64_t p;
+            if (!relo__round_up(k * length, pool->granule, &p) || p > pool->page_size) break;
+            uint64_t waste = p - k * length;
+            if (waste * best_page < best_waste * p) {
+                best_waste = waste;
+                best_page = p;
+            }
+        }
+        page = best_page;
+    }
     return page;
 }

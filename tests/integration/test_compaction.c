@@ -306,31 +306,42 @@ CHECK_TEST(refused_page_empties_fine_pages_into_the_large_pools_room)
     fx_close(&f);
 }
 
-/* A larger request gets a page of its own, in 2 MiB granules. When the
- * same size comes again and the granule strands more than 1/16 of it, its
- * page holds two copies where that strands less per byte: 12.5 MiB takes
- * 14 MiB alone, then 26 MiB for two. A size seen once is not bet on. */
-CHECK_TEST(repeated_large_size_gets_a_page_of_two)
+/* A larger request gets a page of its own, in 2 MiB granules. When a size
+ * among the last four distinct ones to get such a page comes again and the
+ * granule strands more than 1/64 of it, its page holds up to four copies,
+ * the count that strands the least per byte: 12.5 MiB takes 14 MiB alone,
+ * then 50 MiB for four, even with other sizes in between. A size seen once,
+ * or one the granule strands little of, is not bet on. */
+CHECK_TEST(repeated_large_size_gets_a_page_of_copies)
 {
     fx f;
     relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     relo_host_desc hd = fx_host();
     require_ok(fx_open(&f, &hd, &dd));
     const uint64_t s = 25 * MiB / 2;
-    relo_handle a = fx_reserve(f.s, s);
+    relo_handle h[20];
+    size_t n = 0;
+    h[n++] = fx_reserve(f.s, s);
     expect_eq(fx_stats(f.s).bytes_reserved, 14 * MiB);
-    relo_handle b = fx_reserve(f.s, s); /* the same size again: two copies */
-    expect_eq(fx_stats(f.s).bytes_reserved, 40 * MiB);
-    relo_handle c = fx_reserve(f.s, s); /* the second copy's room */
-    expect_eq(fx_stats(f.s).bytes_reserved, 40 * MiB);
+    h[n++] = fx_reserve(f.s, s); /* the same size again: four copies in 50 MiB */
+    expect_eq(fx_stats(f.s).bytes_reserved, 64 * MiB);
+    for (int i = 0; i < 3; i++) h[n++] = fx_reserve(f.s, s); /* the other copies' room, and the last 1.5 MiB */
+    expect_eq(fx_stats(f.s).bytes_reserved, 64 * MiB);
     expect_eq(fx_stats(f.s).backend_allocs, 2);
-    relo_handle d = fx_reserve(f.s, 27 * MiB / 2); /* a new size: a page of its own */
-    expect_eq(fx_stats(f.s).bytes_reserved, 54 * MiB);
-    relo_handle e = fx_reserve(f.s, 35 * MiB); /* strands 1 MiB, under 1/16: alone even when repeated */
-    relo_handle g = fx_reserve(f.s, 35 * MiB);
-    expect_eq(fx_stats(f.s).bytes_reserved, 126 * MiB); /* 36 MiB pages */
-    relo_handle all[] = {a, b, c, d, e, g};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) expect_ok(relo_release(f.dev, all[i]));
+    h[n++] = fx_reserve(f.s, 27 * MiB / 2); /* a new size: a page of its own */
+    h[n++] = fx_reserve(f.s, 29 * MiB / 2); /* another */
+    expect_eq(fx_stats(f.s).bytes_reserved, 94 * MiB);
+    h[n++] = fx_reserve(f.s, s); /* seen three sizes ago: four copies again */
+    expect_eq(fx_stats(f.s).bytes_reserved, 144 * MiB);
+    for (int i = 0; i < 3; i++) h[n++] = fx_reserve(f.s, s); /* fills it */
+    expect_eq(fx_stats(f.s).bytes_reserved, 144 * MiB);
+    h[n++] = fx_reserve(f.s, 35 * MiB); /* strands 1 MiB, over 1/64: two copies when repeated */
+    h[n++] = fx_reserve(f.s, 35 * MiB);
+    expect_eq(fx_stats(f.s).bytes_reserved, 250 * MiB); /* 36 MiB, then 70 MiB for two */
+    h[n++] = fx_reserve(f.s, 127 * MiB / 2); /* strands 0.5 MiB, under 1/64: alone even when repeated */
+    h[n++] = fx_reserve(f.s, 127 * MiB / 2);
+    expect_eq(fx_stats(f.s).bytes_reserved, 378 * MiB); /* 64 MiB pages */
+    for (size_t i = 0; i < n; i++) expect_ok(relo_release(f.dev, h[i]));
     expect_ok(relo_device_check(f.dev));
     fx_close(&f);
 }
