@@ -76,6 +76,11 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
     bool unhurried = pass->reason == RELO_REASON_EXPLICIT || pass->reason == RELO_REASON_RUNTIME ||
                      pass->reason == RELO_REASON_THRESHOLD;
     repaginate = repaginate && pool->variable_pages;
+    /* Re-paginated under memory pressure, a lone allocation of a recent
+     * larger size goes to a page of copies that the next ones fill; packing
+     * that gives memory back unasked takes only what it needs now. */
+    relo_new_page exact =
+        pass->reason == RELO_REASON_MEMORY_PRESSURE ? RELO_NEW_PAGE_EXACT_OR_COPIES : RELO_NEW_PAGE_EXACT;
     uint64_t emptied = 0;
     relo_candidate *c = NULL;
     uint32_t cap = 0;
@@ -107,7 +112,7 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
             }
             bool planned = may_fit && relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_NONE);
             if (!planned && may_fit && spill) planned = relo__pass_plan_page(pass, spill, p, RELO_NEW_PAGE_NONE);
-            if (!planned && worth_pages) planned = relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_EXACT);
+            if (!planned && worth_pages) planned = relo__pass_plan_page(pass, pool, p, exact);
             if (planned) {
                 room -= relo__min(room, own_room + p->occupied_bytes);
                 emptied += p->size;

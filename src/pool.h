@@ -297,6 +297,10 @@ typedef enum relo_new_page {
     RELO_NEW_PAGE_NONE = 0,   /* only room already held */
     RELO_NEW_PAGE_POOL_RULE,  /* a page as the pool makes them */
     RELO_NEW_PAGE_EXACT,      /* variable pages: the request rounded to the granule */
+    RELO_NEW_PAGE_EXACT_OR_COPIES, /* as EXACT, except that a larger request with nothing else
+                                 of its run to share the page takes the pool rule's page,
+                                 copies of a recent size where that strands less (packing
+                                 under memory pressure) */
     RELO_NEW_PAGE_ONLY,       /* as POOL_RULE, without searching the room held: the caller
                                  has just searched it in vain for the same size, and nothing
                                  has freed room since */

@@ -139,7 +139,7 @@ bool relo__pass_plan_run(relo_pass *plan, relo_pool *target, relo_slice *first, 
      * page for the rest of the run and the runs planned after it, rounded
      * to the granule once. */
     uint64_t rest = after;
-    if (new_page == RELO_NEW_PAGE_EXACT)
+    if (new_page == RELO_NEW_PAGE_EXACT || new_page == RELO_NEW_PAGE_EXACT_OR_COPIES)
         for (relo_slice *x = first; x != end; x = x->next)
             if (x->state == RELO_SLICE_LIVE) rest += x->length;
     relo_slice *sl = n ? order[0] : first;

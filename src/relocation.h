@@ -113,9 +113,9 @@ bool relo__pass_plan_page(relo_pass *pass, relo_pool *target, relo_page *page, r
 bool relo__pass_plan_slices(relo_pass *pass, relo_pool *target, struct relo_slice *first,
                             const struct relo_slice *end, relo_new_page new_page);
 
-/** As relo__pass_plan_slices; with RELO_NEW_PAGE_EXACT a new page taken for
- *  the run also has room for `after` more bytes (of runs the caller plans
- *  next, which then land in it). */
+/** As relo__pass_plan_slices; with RELO_NEW_PAGE_EXACT or _EXACT_OR_COPIES
+ *  a new page taken for the run also has room for `after` more bytes (of
+ *  runs the caller plans next, which then land in it). */
 bool relo__pass_plan_run(relo_pass *pass, relo_pool *target, struct relo_slice *first,
                          const struct relo_slice *end, relo_new_page new_page, uint64_t after);
 

@@ -95,17 +95,24 @@ RELO_NOINLINE static relo_status take_page(relo_pool *pool, uint64_t length, rel
 {
     uint64_t page_size = relo__sliced_new_page_size(pool, length);
     if (pool->variable_pages && length > pool->small_request_max) note_own_size(pool, length);
-    if (new_page == RELO_NEW_PAGE_EXACT && pool->variable_pages &&
+    /* A larger request alone in its run, moved under memory pressure, may
+     * take a page of copies: the next allocations of its size moved off
+     * their own pages land in it, and each such page that goes back gives
+     * back its stranded tail. */
+    bool exact = new_page == RELO_NEW_PAGE_EXACT || new_page == RELO_NEW_PAGE_EXACT_OR_COPIES;
+    bool copies = new_page == RELO_NEW_PAGE_EXACT_OR_COPIES && length > pool->small_request_max &&
+                  pool->exact_hint <= length;
+    if (exact && !copies && pool->variable_pages &&
         (!relo__round_up(relo__max(length, pool->exact_hint), pool->granule, &page_size) ||
          page_size > pool->page_size))
         page_size = pool->page_size;
     relo_status st = relo__pool_page_new(pool, page_size, out);
     /* A page of several copies bets on more of the same size; when the
      * device cannot lend it, a page for this request alone may fit. */
-    uint64_t exact;
-    if (st == RELO_ERR_OUT_OF_MEMORY && pool->variable_pages && relo__round_up(length, pool->granule, &exact) &&
-        exact < page_size)
-        st = relo__pool_page_new(pool, exact, out);
+    uint64_t alone;
+    if (st == RELO_ERR_OUT_OF_MEMORY && pool->variable_pages && relo__round_up(length, pool->granule, &alone) &&
+        alone < page_size)
+        st = relo__pool_page_new(pool, alone, out);
     return st;
 }
 

@@ -2,7 +2,10 @@
  * test_compaction.c — the dense policy's compaction (docs/policy.md): it
  * keeps every byte, moves a page all or nothing, never touches a guarded
  * page, loses nothing when a pass is abandoned or its outcome is unknown,
- * and makes a workload fit when the device refuses a page.
+ * and makes a workload fit when the device refuses a page. The last cases
+ * check the pages a larger request takes: copies of a recent size where
+ * the granule would strand a tail, and, under memory pressure only, for
+ * such an allocation moved alone.
  *
  * Setup shared by the cases: a dense device on the host backend; 256
  * allocations of 16 KiB fill 64 pages of 64 KiB (a new fine-pool page
@@ -14,6 +17,8 @@
 #include "fixture.h"
 #include "relo.h"
 #include "relo_backend.h"
+#include "device.h"
+#include "relocation.h"
 
 #define COUNT 256
 #define SIZE (16 * KiB)
@@ -344,6 +349,63 @@ CHECK_TEST(repeated_large_size_gets_a_page_of_copies)
     for (size_t i = 0; i < n; i++) expect_ok(relo_release(f.dev, h[i]));
     expect_ok(relo_device_check(f.dev));
     fx_close(&f);
+}
+
+/* Four 12.5 MiB allocations sit alone on 20 MiB pages, and the size had a
+ * page of its own before. Packing that gives memory back unasked (a
+ * reclaim) moves each to a page of its own size, 14 MiB; packing under
+ * memory pressure moves the first to a page of four copies, 50 MiB, where
+ * the other three follow, and gives back 6 MiB more. Bytes kept both ways. */
+static void lone_copies_scene(fx *f, relo_handle h[5])
+{
+    relo_host_desc hd = fx_host();
+    hd.granule = 2 * MiB;
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+    require_ok(fx_open(f, &hd, &dd));
+    const uint64_t s = 25 * MiB / 2;
+    h[4] = fx_reserve(f->s, s); /* a page of its own: the size is a recent one */
+    relo_handle x[4];
+    for (int i = 0; i < 4; i++) x[i] = fx_reserve(f->s, 20 * MiB);
+    for (int i = 0; i < 4; i++) expect_ok(relo_release(f->dev, x[i]));
+    for (int i = 0; i < 4; i++) {
+        h[i] = fx_reserve(f->s, s);
+        expect_ok(fx_write_pattern(f->dev, h[i], (uint64_t)i + 1, s));
+    }
+    expect_eq(fx_stats(f->s).bytes_reserved, 94 * MiB);
+}
+
+static void lone_copies_check(fx *f, relo_handle h[5], bool shared)
+{
+    for (int i = 0; i < 4; i++) expect_true(fx_check_pattern(f->dev, h[i], (uint64_t)i + 1, 25 * MiB / 2));
+    int together = 0;
+    for (int i = 1; i < 4; i++) together += fx_bind(f->s, h[i]).buffer == fx_bind(f->s, h[0]).buffer;
+    expect_eq(together, shared ? 3 : 0);
+    expect_eq(fx_stats(f->s).allocations_moved, 4);
+    expect_ok(relo_device_check(f->dev));
+    fx_close_releasing(f, h, 5);
+}
+
+CHECK_TEST(pressure_moves_a_lone_repeated_size_to_a_page_of_copies)
+{
+    fx f;
+    relo_handle h[5];
+    lone_copies_scene(&f, h);
+    relo__device_lock(f.dev);
+    relo__compact_and_release(f.dev, f.s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX);
+    relo__device_unlock(f.dev);
+    expect_eq(fx_stats(f.s).bytes_reserved, 64 * MiB); /* 14 + 50 */
+    lone_copies_check(&f, h, true);
+}
+
+CHECK_TEST(reclaim_moves_a_lone_repeated_size_to_a_page_of_its_own)
+{
+    fx f;
+    relo_handle h[5];
+    lone_copies_scene(&f, h);
+    expect_ok(relo_reclaim(f.s));
+    expect_eq(fx_stats(f.s).bytes_reserved, 70 * MiB); /* 14 + 4 x 14 */
+    lone_copies_check(&f, h, false);
 }
 
 /* The large pool's small pages follow the workload (1/64 of the most bytes
