@@ -10,8 +10,10 @@
  *           as fit in 2 MiB, rounded up to 64 KiB or the device's granule;
  *   large   larger sizes; a new page holds as many copies of a request
  *           ≤ 10 MiB as fit in 20 MiB, else just the request, rounded up
- *           to 2 MiB or the device's granule; any free room of any page
- *           serves any size that fits,
+ *           to 2 MiB or the device's granule (up to four copies of one of
+ *           the last four such sizes, where the granule would strand more
+ *           than 1/64 of it); any free room of any page serves any size
+ *           that fits,
  * the 2 and 20 MiB pages smaller while the workload is small (scale_pages),
  * both best fit (smallest free slice that fits, lowest address among
  * equals), free neighbours merged.
