@@ -107,7 +107,8 @@ typedef struct relo_layout_ops {
      * held in this layout's pools over the device, *live_peak the most
      * bytes live it has seen (updated here), may_move whether relocation
      * may run now. Returns true when the pools should be packed before the
-     * page is taken, with the page's size in *page.
+     * page is taken, with the room packing should spare in *page (the
+     * page's size, or the request's own where the page would hold copies).
      */
     bool (*want_pack)(relo_stream_layout *layout, uint64_t size, uint64_t live, uint64_t reserved, bool may_move,
                       uint64_t *live_peak, uint64_t *page);

@@ -129,6 +129,12 @@ static bool dense_want_pack(relo_stream_layout *l, uint64_t size, uint64_t live,
     live += padded;
     scale_pages(&l->dense, pool, live, padded, live_peak);
     *page = relo__sliced_new_page_size(pool, padded);
+    /* A page of copies of a larger size is a bet on more of it: whether to
+     * pack, and how much room to ask of packing, is judged on the page the
+     * request alone would take. */
+    uint64_t alone;
+    if (padded > pool->small_request_max && relo__round_up(padded, pool->granule, &alone) && alone < *page)
+        *page = alone;
     if (l->dense.quiet > 0) {
         l->dense.quiet--;
         return false;

@@ -19,6 +19,7 @@
 #include "relo_backend.h"
 #include "device.h"
 #include "relocation.h"
+#include "stream.h"
 
 #define COUNT 256
 #define SIZE (16 * KiB)
@@ -349,6 +350,31 @@ CHECK_TEST(repeated_large_size_gets_a_page_of_copies)
     for (size_t i = 0; i < n; i++) expect_ok(relo_release(f.dev, h[i]));
     expect_ok(relo_device_check(f.dev));
     fx_close(&f);
+}
+
+/* Before a new page the dense layout weighs packing against the page it
+ * would take; a page of copies is a bet on more of the size, so it weighs
+ * (and asks packing to spare) the request's own page: 26 MiB for a
+ * repeated 25 MiB request whose new page would hold two, 50 MiB. */
+CHECK_TEST(packing_weighs_a_repeated_size_by_its_own_page)
+{
+    fx f;
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_host_desc hd = fx_host();
+    hd.granule = 2 * MiB;
+    require_ok(fx_open_sim(&f, &hd, &dd));
+    relo_handle h[2];
+    h[0] = fx_reserve(f.s, 25 * MiB);
+    expect_eq(fx_stats(f.s).bytes_reserved, 26 * MiB);
+    relo_stream_layout *l = &f.s->layout;
+    uint64_t peak = 0, page = 0;
+    relo__device_lock(f.dev);
+    l->ops->want_pack(l, 25 * MiB, 25 * MiB, 26 * MiB, true, &peak, &page);
+    relo__device_unlock(f.dev);
+    expect_eq(page, 26 * MiB);
+    h[1] = fx_reserve(f.s, 25 * MiB); /* the page it takes holds two */
+    expect_eq(fx_stats(f.s).bytes_reserved, 76 * MiB);
+    fx_close_releasing(&f, h, 2);
 }
 
 /* Four 12.5 MiB allocations sit alone on 20 MiB pages, and the size had a
