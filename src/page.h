@@ -103,7 +103,8 @@ typedef struct relo_page {
     struct relo_page *occ_prev; /* sliced pools: the page's occupancy list (occupancy.h) */
     struct relo_page *occ_next;
     uint64_t occ_room;          /* its free bytes counted in the pool's room (0: serves nothing) */
-    struct relo_page *occ_dirty_next; /* the pool's touched pages, while occ_dirty */
+    struct relo_page *occ_dirty_next; /* the pool's touched pages, while occ_dirty, linked both */
+    struct relo_page *occ_dirty_prev; /* ways so one leaves without settling the rest */
     uint16_t occ_list;          /* which list: RELO_OCC_NONE, RELO_OCC_EMPTY, 2 + class list */
     bool occ_dirty;             /* changed since its occupancy list was last settled */
 } relo_page;
