@@ -46,7 +46,8 @@
  * 2 ln n), is refreshed by the search from the root instead. */
 #define RELO_FREE_PATH_MAX 64u
 
-/** Inserts a free slice (its links are overwritten). */
+/** Inserts a free slice (its links are overwritten) by the priority it
+ *  holds (relo__free_index_insert draws it). */
 void relo__free_tree_insert(relo_slice **root, relo_slice *slice);
 
 /** Removes a slice that is in the tree. */
@@ -101,6 +102,7 @@ typedef struct relo_free_index {
      * reservations and a pass's targets ask. Any other refresh, insert or
      * remove drops the path and with it this. */
     uint64_t hint_length;
+    uint32_t rng;               /* xorshift32 state: the priority of each slice inserted */
     /* by size: classes of first level f and second level s at
      * bins[f * RELO_FREE_SL_COUNT + s]; fl_count first levels are kept,
      * enough for the longest slice the pool may hold. */
@@ -171,10 +173,21 @@ static inline void relo__free_index_class(uint64_t length, uint32_t *fl, uint32_
     *sl = (uint32_t)(length >> (msb - RELO_FREE_SL_LOG)) - RELO_FREE_SL_COUNT;
 }
 
-/** Adds a FREE slice (its index links are overwritten). Never fails. */
+/** Adds a FREE slice (its index links are overwritten; by address, its
+ *  treap priority too). Never fails. */
 static inline void relo__free_index_insert(relo_free_index *index, relo_slice *slice)
 {
     if (!index->by_size) {
+        /* xorshift32, drawn here rather than for every node the slab
+         * hands out: treap priorities only need to look random and
+         * independent of the keys, and a slice that leaves the treap
+         * and comes back may draw a new one. */
+        uint32_t x = index->rng ? index->rng : 0x9e3779b9u;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        index->rng = x;
+        slice->priority = x;
         index->path_len = 0; /* rotations change the paths */
         relo__free_tree_insert(&index->root, slice);
         return;

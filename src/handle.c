@@ -57,23 +57,20 @@ RELO_COLD static bool grow(relo_handle_table *t)
 
 relo_status relo__handle_alloc(relo_handle_table *t, relo_slot **out)
 {
-    uint32_t i;
     relo_slot *s;
     if (t->free_head) {
-        i = t->free_head - 1;
-        s = relo__handle_slot(t, i);
+        s = t->free_head;
         t->free_head = s->next_free;
     } else {
         if (t->count == RELO_HANDLE_SLOT_MAX) return RELO_ERR_HOST_MEMORY;
         if (t->count == t->cap && !grow(t)) return RELO_ERR_HOST_MEMORY;
-        i = t->count++;
+        uint32_t i = t->count++;
         s = relo__handle_slot(t, i);
         s->generation = t->gen_base;
         s->index = i;
     }
     s->refcount = 1;
     s->slice = NULL;
-    s->next_free = 0;
     s->pins = 0;
     if (s->generation > t->gen_high) t->gen_high = s->generation;
     t->live++;
@@ -119,19 +116,18 @@ void relo__handle_free(relo_handle_table *t, relo_slot *s)
 {
     if (s->published) write_published(s, 0);
     s->refcount = 0;
-    s->slice = NULL;
     t->live--;
     if (s->generation == RELO_HANDLE_GEN_MAX) {
         /* Wrapping would let a handle of this slot's first allocation name
          * a later one; the slot is retired instead (for good). */
         s->generation = 0;
-        s->next_free = 0;
+        s->next_free = NULL;
         t->retired++;
         return;
     }
     s->generation++;
     s->next_free = t->free_head;
-    t->free_head = s->index + 1;
+    t->free_head = s;
 }
 
 bool relo__handle_resolve_fast(const relo_handle_table *t, relo_handle h, relo_binding *out)

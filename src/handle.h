@@ -58,10 +58,14 @@ enum {
 #define RELO_HANDLE_GEN_MAX ((UINT32_C(1) << RELO_HANDLE_GEN_BITS) - 1u)
 
 typedef struct relo_slot {
-    relo_slice *slice;      /* where the allocation is now; NULL when free */
+    union {
+        relo_slice *slice;          /* taken (refcount > 0): where the allocation is now,
+                                       NULL while its reservation is in progress */
+        struct relo_slot *next_free; /* free: the next free slot; NULL = end (retired: NULL) */
+    };                              /* a free slot's slice is never read: refcount says free
+                                       first, and taking the slot sets slice */
     uint32_t generation;    /* bumped on every free; 0 once retired */
     uint32_t refcount;      /* 0 = free slot */
-    uint32_t next_free;     /* free list, index + 1; 0 = end */
     uint32_t pins;          /* relo_pin calls not yet unpinned: never moved */
     uint32_t index;         /* this slot's index in the table */
     bool published;         /* id below is not 0 */
@@ -82,7 +86,8 @@ typedef struct relo_handle_table {
     _Atomic(relo_slot *) chunks[RELO_HANDLE_CHUNKS]; /* never move once made */
     uint32_t count;         /* slots ever used */
     uint32_t cap;           /* slots the chunks made so far hold */
-    uint32_t free_head;     /* index + 1 of the first free slot; 0 = none */
+    relo_slot *free_head;   /* the first free slot, NULL = none: a pointer, so taking a slot
+                               does not work out where its index lives */
     uint32_t tag;           /* this device's tag; 0 before init */
     uint32_t gen_base;      /* generation a new slot starts at */
     uint32_t gen_high;      /* highest generation handed out */

@@ -76,15 +76,29 @@ static void settle_page(relo_occupancy *occ, relo_page *page)
     link_page(occ, page, code);
 }
 
+/* Takes a touched page off the touched list, wherever it is in it (its
+ * list and room are as they were; the caller settles it or drops it). */
+static void unmark(relo_occupancy *occ, relo_page *page)
+{
+    relo_page *prev = page->occ_dirty_prev, *next = page->occ_dirty_next;
+    if (prev)
+        prev->occ_dirty_next = next;
+    else
+        occ->dirty = next;
+    if (next)
+        next->occ_dirty_prev = prev;
+    else
+        occ->dirty_tail = prev;
+    occ->dirty_count--;
+    page->occ_dirty_next = page->occ_dirty_prev = NULL;
+    page->occ_dirty = false;
+}
+
 /* Settles the oldest touched page. */
 static void settle_oldest(relo_occupancy *occ)
 {
     relo_page *p = occ->dirty;
-    occ->dirty = p->occ_dirty_next;
-    if (!occ->dirty) occ->dirty_tail = NULL;
-    occ->dirty_count--;
-    p->occ_dirty_next = NULL;
-    p->occ_dirty = false;
+    unmark(occ, p);
     settle_page(occ, p);
 }
 
@@ -92,6 +106,7 @@ void relo__occupancy_mark(relo_occupancy *occ, relo_page *page)
 {
     page->occ_dirty = true;
     page->occ_dirty_next = NULL;
+    page->occ_dirty_prev = occ->dirty_tail;
     if (occ->dirty_tail)
         occ->dirty_tail->occ_dirty_next = page;
     else
@@ -115,7 +130,7 @@ uint64_t relo__occupancy_room(relo_pool *pool)
 void relo__occupancy_remove(relo_pool *pool, relo_page *page)
 {
     relo_occupancy *occ = &pool->occupancy;
-    if (page->occ_dirty) relo__occupancy_settle(pool); /* off the touched list */
+    if (page->occ_dirty) unmark(occ, page);
     occ->room -= page->occ_room;
     page->occ_room = 0;
     if (page->occ_list != RELO_OCC_NONE) unlink_page(occ, page);
@@ -153,7 +168,17 @@ bool relo__occupancy_empty_pages(relo_pool *pool, relo_page_list *out)
     relo_occupancy *occ = &pool->occupancy;
     out->pages = out->inline_pages;
     out->count = 0;
-    relo__occupancy_settle(pool);
+    /* Only the empty list is read: a touched page joins it or leaves it
+     * now when its emptiness changed; the others stay touched (they may
+     * be touched again before anything reads their lists, and settling
+     * them here would make the next touch pay for a mark again). */
+    for (relo_page *p = occ->dirty, *next; p; p = next) {
+        next = p->occ_dirty_next;
+        if ((p->occupied == 0) != (p->occ_list == RELO_OCC_EMPTY)) {
+            unmark(occ, p);
+            settle_page(occ, p);
+        }
+    }
     uint32_t n = 0;
     for (const relo_page *p = occ->empty; p; p = p->occ_next) n++;
     if (n > RELO_PAGE_LIST_INLINE && !(out->pages = relo__malloc(n * sizeof *out->pages))) {
@@ -209,6 +234,7 @@ bool relo__occupancy_check(const relo_pool *pool, const char **why)
     const relo_page *last = NULL;
     for (const relo_page *p = occ->dirty; p; last = p, p = p->occ_dirty_next) {
         if (!p->occ_dirty || p->pool != pool) FAIL("occupancy touched list holds an unmarked page");
+        if (p->occ_dirty_prev != last) FAIL("occupancy touched list links disagree");
         if (++dirty > RELO_OCC_TOUCHED_MAX) FAIL("occupancy touched list holds too many pages");
     }
     if (last != occ->dirty_tail || dirty != occ->dirty_count) FAIL("occupancy touched list's tail or count is wrong");

@@ -22,7 +22,10 @@
  * touched after it, or before anything reads the index
  * (relo__occupancy_settle). So each event costs O(1), at most one page
  * settled, and a read settles at most RELO_OCC_TOUCHED_MAX pages, however
- * many the pool holds.
+ * many the pool holds. A read of the empty pages alone (the release of
+ * empty pages, after most reservations that empty one) settles only the
+ * touched pages whose emptiness changed, and a page leaving its pool
+ * leaves the touched list alone: the others stay touched.
  *
  * Protected by: the device lock.
  */
@@ -52,7 +55,8 @@ typedef struct relo_occupancy {
     uint64_t bitmap[RELO_OCC_WORDS]; /* which lists hold pages */
     relo_page *empty;               /* pages with no occupied slice */
     relo_page *dirty;               /* pages touched since they were last settled,
-                                       oldest first, through occ_dirty_next */
+                                       oldest first, through occ_dirty_next (and back
+                                       through occ_dirty_prev) */
     relo_page *dirty_tail;          /* the newest of them */
     uint32_t dirty_count;           /* how many (at most RELO_OCC_TOUCHED_MAX) */
     uint64_t room;                  /* free bytes of the pages that serve, as the
@@ -105,7 +109,8 @@ void relo__occupancy_settle(struct relo_pool *pool);
  *  the index settled first: the one way to read the room. */
 uint64_t relo__occupancy_room(struct relo_pool *pool);
 
-/** Takes page out of the index (it leaves its pool). */
+/** Takes page out of the index (it leaves its pool); the other touched
+ *  pages stay touched. */
 void relo__occupancy_remove(struct relo_pool *pool, relo_page *page);
 
 /** The first class at or after from with a page in a list the caller
@@ -134,7 +139,9 @@ typedef struct relo_page_list {
 /** Frees a list's heap part, if any. */
 void relo__page_list_free(relo_page_list *list);
 
-/** Settles, then lists the empty pages of a sliced pool that nothing
+/** Brings the empty list up to date (settling the touched pages whose
+ *  emptiness changed, and only those), then lists the empty pages of a
+ *  sliced pool that nothing
  *  holds (no guard, not pending, no fence, no transfer) in *out (free it
  *  with relo__page_list_free), highest position first: the order of a
  *  walk down every page, so that giving them back in it leaves each page
@@ -142,8 +149,8 @@ void relo__page_list_free(relo_page_list *list);
  *  out (the list is empty then). */
 bool relo__occupancy_empty_pages(struct relo_pool *pool, relo_page_list *out);
 
-/** Settles, then gives back every empty page of a sliced pool that
- *  nothing holds (no guard, not pending, no fence, no transfer), in the
+/** As relo__occupancy_empty_pages, then gives back every empty page of
+ *  a sliced pool that nothing holds (no guard, not pending, no fence, no transfer), in the
  *  order the walk over
  *  every page would (highest position first, so the pages that stay keep
  *  their positions). Returns how many went, or -1 when host memory ran

@@ -66,7 +66,7 @@ typedef struct relo_slice {
     struct relo_slice *right;   /* free index: treap child or class list next */
     uint64_t max_length;        /* address treap: largest length in this subtree */
     union {
-        uint32_t priority;      /* address treap: heap priority */
+        uint32_t priority;      /* address treap: heap priority, drawn at each insert */
         uint32_t bin;           /* size classes: the class list it is in (f * RELO_FREE_SL_COUNT + s),
                                    kept so a remove need not work it out again */
     };
@@ -103,7 +103,8 @@ typedef struct relo_page {
     struct relo_page *occ_prev; /* sliced pools: the page's occupancy list (occupancy.h) */
     struct relo_page *occ_next;
     uint64_t occ_room;          /* its free bytes counted in the pool's room (0: serves nothing) */
-    struct relo_page *occ_dirty_next; /* the pool's touched pages, while occ_dirty */
+    struct relo_page *occ_dirty_next; /* the pool's touched pages, while occ_dirty, linked both */
+    struct relo_page *occ_dirty_prev; /* ways so one leaves without settling the rest */
     uint16_t occ_list;          /* which list: RELO_OCC_NONE, RELO_OCC_EMPTY, 2 + class list */
     bool occ_dirty;             /* changed since its occupancy list was last settled */
 } relo_page;
@@ -114,7 +115,6 @@ typedef struct relo_slice_slab {
     relo_slice *free;           /* free nodes, linked through left */
     void **chunks;              /* every chunk allocated (nodes and records), for destroy */
     uint32_t chunk_count, chunk_cap;
-    uint32_t rng;               /* priorities for the address treaps */
     relo_page *free_pages;      /* page records not in use, linked through free_next */
 } relo_slice_slab;
 
@@ -125,25 +125,22 @@ bool relo__slab_grow(relo_slice_slab *slab);
 /* Taking and giving back a node run several times on every reservation
  * and release: inline, so they cost no call. */
 
-/** Takes a node (zeroed, with a fresh priority). NULL: host memory ran out. */
+/** Takes a node (zeroed). NULL: host memory ran out. A node gets its
+ *  treap priority when it enters an address treap (free_index.h), not
+ *  here: most nodes never do (every node of a best-fit pool, and the
+ *  allocated part of every carve). */
 static inline relo_slice *relo__slice_new(relo_slice_slab *slab)
 {
     if (!slab->free && !relo__slab_grow(slab)) return NULL;
     relo_slice *s = slab->free;
     slab->free = s->left;
-    /* xorshift32: treap priorities only need to look random. */
-    uint32_t x = slab->rng ? slab->rng : 0x9e3779b9u;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    slab->rng = x;
     /* Zeroed member by member: a block clear (a call to memset, or a
      * string store) of its eleven words costs more than the stores, and
      * inline the compiler drops the stores its caller makes again. */
     s->offset = s->length = s->size = s->max_length = 0;
     s->page = NULL;
     s->prev = s->next = s->left = s->right = NULL;
-    s->priority = x;
+    s->priority = 0;
     s->slot = s->move = 0;
     s->state = RELO_SLICE_FREE;
     s->leak_on_free = false;

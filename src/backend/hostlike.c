@@ -63,7 +63,7 @@ relo_status relo__hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
     if (address_alignment < sizeof(void *)) address_alignment = sizeof(void *);
 
     memset(ctx, 0, sizeof *ctx);
-    if (pthread_mutex_init(&ctx->lock, NULL) != 0) return RELO_ERR_HOST_MEMORY;
+    if (!relo__lock_init(&ctx->lock)) return RELO_ERR_HOST_MEMORY;
     copy_faults(&ctx->faults, desc);
     ctx->capacity = desc->capacity;
     ctx->no_free_fill = desc->no_free_fill;
@@ -116,7 +116,7 @@ relo_status relo__hostlike_alloc_claim(relo__hostlike *ctx, uint64_t size, uint6
         if (size > UINT64_MAX - mask) return RELO_ERR_OUT_OF_MEMORY;
         span = (size + mask) & ~mask;
     }
-    pthread_mutex_lock(&ctx->lock);
+    relo__lock_acquire(&ctx->lock);
     relo_status st = RELO_OK;
     if (ctx->faults.refuse_alloc_above && size > ctx->faults.refuse_alloc_above)
         st = RELO_ERR_OUT_OF_MEMORY;
@@ -138,29 +138,29 @@ relo_status relo__hostlike_alloc_claim(relo__hostlike *ctx, uint64_t size, uint6
             ctx->next_address += span;
         }
     }
-    pthread_mutex_unlock(&ctx->lock);
+    relo__lock_release(&ctx->lock);
     return st;
 }
 
 void relo__hostlike_alloc_unclaim(relo__hostlike *ctx, uint64_t size)
 {
-    pthread_mutex_lock(&ctx->lock);
+    relo__lock_acquire(&ctx->lock);
     uint64_t charge = relo__hostlike_charge(ctx, size);
     ctx->counts.allocs--;
     ctx->counts.bytes_held = ctx->counts.bytes_held >= charge ? ctx->counts.bytes_held - charge : 0;
     ctx->allocs_since_faults--;
-    pthread_mutex_unlock(&ctx->lock);
+    relo__lock_release(&ctx->lock);
 }
 
 void relo__hostlike_free_done(relo__hostlike *ctx, uint64_t size)
 {
-    pthread_mutex_lock(&ctx->lock);
+    relo__lock_acquire(&ctx->lock);
     ctx->counts.frees++;
     /* A size that does not match the alloc is a core bug; saturating keeps
      * the count meaningful enough for the test that will catch it. */
     uint64_t charge = relo__hostlike_charge(ctx, size);
     ctx->counts.bytes_held = ctx->counts.bytes_held >= charge ? ctx->counts.bytes_held - charge : 0;
-    pthread_mutex_unlock(&ctx->lock);
+    relo__lock_release(&ctx->lock);
 }
 
 relo_status relo__hostlike_copy_admit(const relo__hostlike *ctx)
@@ -199,7 +199,7 @@ relo_status relo__hostlike_wait_copies(void *ctx)
 
 void relo__hostlike_destroy(void *ctx)
 {
-    pthread_mutex_destroy(&((relo__hostlike *)ctx)->lock);
+    relo__lock_destroy(&((relo__hostlike *)ctx)->lock);
     relo__free(ctx);
 }
 
@@ -216,9 +216,9 @@ relo_status relo_backend_host_counts(const relo_backend *backend, relo_host_coun
 {
     relo__hostlike *h = hostlike_of(backend);
     if (!h || !out) return RELO_ERR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&h->lock);
+    relo__lock_acquire(&h->lock);
     *out = h->counts;
-    pthread_mutex_unlock(&h->lock);
+    relo__lock_release(&h->lock);
     return RELO_OK;
 }
 
@@ -228,10 +228,10 @@ relo_status relo_backend_host_set_faults(relo_backend *backend, const relo_host_
 {
     relo__hostlike *h = hostlike_of(backend);
     if (!h || !desc) return RELO_ERR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&h->lock);
+    relo__lock_acquire(&h->lock);
     copy_faults(&h->faults, desc);
     h->allocs_since_faults = 0;
-    pthread_mutex_unlock(&h->lock);
+    relo__lock_release(&h->lock);
     h->copies_since_faults = 0;
     return RELO_OK;
 }

@@ -15,15 +15,18 @@
 #ifndef RELO_BACKEND_HOSTLIKE_H
 #define RELO_BACKEND_HOSTLIKE_H
 
-#include <pthread.h>
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "lock.h"
 
 /* The context of a host or sim backend (see above for who writes what). */
 typedef struct relo__hostlike {
-    pthread_mutex_t lock;          /* bytes held, the alloc and free counts, allocs_since_faults,
-                                      next_address */
+    relo_lock lock;                /* bytes held, the alloc and free counts, allocs_since_faults,
+                                      next_address; relo's own lock (lock.h), whose uncontended
+                                      take and give are a compare-exchange and an exchange
+                                      where glibc's mutex pair costs about 33 instructions: a
+                                      page the dense policy takes and gives back pays two */
     relo_host_desc faults;         /* refuse_* and fail_* in force; the rest unused */
     uint64_t capacity;             /* bytes lent before refusing; 0 = unlimited */
     uint64_t max_page_size;        /* largest buffer accepted */
