@@ -142,6 +142,23 @@ relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t
 /* ... up to this many on one page. */
 #define RELO_OWN_COPIES_MAX 4u
 
+/* The page for from..to copies of length bytes (rounded to the granule,
+ * within the pool's page size) that strands the least per byte, or page,
+ * stranding waste, when none strands less. */
+static uint64_t least_stranding(const relo_pool *pool, uint64_t length, uint64_t from, uint64_t to, uint64_t page,
+                                uint64_t waste)
+{
+    for (uint64_t k = from; waste > 0 && k <= to && length <= UINT64_MAX / k; k++) {
+        uint64_t p;
+        if (!relo__round_up(k * length, pool->granule, &p) || p > pool->page_size) break;
+        if ((p - k * length) * page < waste * p) {
+            waste = p - k * length;
+            page = p;
+        }
+    }
+    return page;
+}
+
 uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
 {
     if (!pool->variable_pages) return pool->page_size;
@@ -155,17 +172,7 @@ uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
         /* The granule may strand the tail of every such page (5 MiB copies
          * on 2 MiB granules); up to twice the copies, take the count that
          * strands the least per byte. */
-        uint64_t best_waste = page - relo__min(page, copies * length), best_page = page;
-        for (uint64_t k = copies + 1; best_waste > 0 && k <= 2 * copies; k++) {
-            uint64_t p;
-            if (!relo__round_up(k * length, pool->granule, &p) || p > pool->page_size) break;
-            uint64_t waste = p - k * length;
-            if (waste * best_page < best_waste * p) {
-                best_waste = waste;
-                best_page = p;
-            }
-        }
-        return best_page;
+        return least_stranding(pool, length, copies + 1, 2 * copies, page, page - relo__min(page, copies * length));
     }
     if (!relo__round_up(length, pool->granule, &page) || page > pool->page_size) page = pool->page_size;
     /* A larger request has a page of its own. When a size that had one
@@ -173,18 +180,7 @@ uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
      * 12.5 MiB request: 1.5 MiB of a 14 MiB page), the page holds up to
      * four copies, the count that strands the least per byte (50 MiB: none
      * for four). A size seen once (a growing workload) is not bet on. */
-    if (own_size_seen(pool, length) && (page - length) * RELO_STRANDED_TAIL_DIVISOR > length) {
-        uint64_t best_waste = page - length, best_page = page;
-        for (uint64_t k = 2; k <= RELO_OWN_COPIES_MAX && length <= UINT64_MAX / k; k++) {
-            uint64_t p;
-            if (!relo__round_up(k * length, pool->granule, &p) || p > pool->page_size) break;
-            uint64_t waste = p - k * length;
-            if (waste * best_page < best_waste * p) {
-                best_waste = waste;
-                best_page = p;
-            }
-        }
-        page = best_page;
-    }
+    if (own_size_seen(pool, length) && (page - length) * RELO_STRANDED_TAIL_DIVISOR > length)
+        page = least_stranding(pool, length, 2, RELO_OWN_COPIES_MAX, page, page - length);
     return page;
 }
