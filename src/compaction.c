@@ -56,7 +56,8 @@ static uint32_t class_candidates(relo_pool *pool, uint32_t cls, bool unhurried, 
  * of spill's pages (non-NULL under pressure: the large pool, whose room
  * serves any size); with repaginate, a page whose allocations do not fit
  * there may move them to new pages of their own size when that gives back
- * at least a granule. Pages are taken fewest live bytes first (then lowest
+ * at least a granule (outside memory pressure, with room for a second such
+ * run). Pages are taken fewest live bytes first (then lowest
  * order) from the pool's occupancy index: its classes, visited upwards,
  * are in that order, and only the pages of a class visited are ordered,
  * so a pass that stops early, or a reclaim that finds few sparse pages,
@@ -112,9 +113,21 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
             }
             bool planned = may_fit && relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_NONE);
             if (!planned && may_fit && spill) planned = relo__pass_plan_page(pass, spill, p, RELO_NEW_PAGE_NONE);
-            if (!planned && worth_pages) planned = relo__pass_plan_page(pass, pool, p, exact);
+            /* A run whose live bytes end inside a granule strands the rest
+             * of it on a page of its own. Outside memory pressure its page
+             * has room for as much again: the next candidate (one of the
+             * same occupancy class, so of about the same live bytes) or
+             * the reservation that asked for packing takes it, and two
+             * runs share the tail the granule strands. Under pressure a
+             * page twice as large may be more than the device can lend. */
+            bool shared = false;
+            if (!planned && worth_pages) {
+                shared = pass->reason != RELO_REASON_MEMORY_PRESSURE && p->occupied_bytes % pool->granule != 0;
+                planned = relo__pass_plan_run(pass, pool, p->first, NULL, exact, shared ? p->occupied_bytes : 0);
+            }
             if (planned) {
                 room -= relo__min(room, own_room + p->occupied_bytes);
+                if (shared) room += p->occupied_bytes;
                 emptied += p->size;
             } else {
                 relo__pass_unfence_last(pass);

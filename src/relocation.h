@@ -285,7 +285,9 @@ bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
  * emptied is. Targets go into the free room of
  * denser pages; with repaginate, the allocations of a page of a variable-
  * page pool may also move to new pages of their own size when that gives
- * back at least a granule. Emptied pages stay with their pool (empty,
+ * back at least a granule (outside memory pressure, a run that the granule
+ * would strand a tail of gets a page with room for a second such run).
+ * Emptied pages stay with their pool (empty,
  * serving again); a cleanup gives them back.
  * Returns the bytes of pages emptied (0: nothing moved).
  */
