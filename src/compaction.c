@@ -22,6 +22,46 @@ static uint64_t repagination_gain(const relo_pool *pool, const relo_page *page)
     return relo__sub_sat(page->size, needed);
 }
 
+/* Under memory pressure, page p's run, whose live bytes end inside a
+ * granule, and the run of the next candidate (the top of the heap c of
+ * *n), when the two together round to fewer granules than apart, are
+ * planned into one new page sized to both: alone, each would strand its
+ * own tail. p is fenced. Returns whether p's run was planned, and in *q
+ * the candidate page planned with it (NULL when none was: p's page then
+ * keeps the room, which serves later requests). A pair the device cannot
+ * lend a page for is not planned; the caller plans p alone. */
+static bool plan_pair(relo_pass *pass, relo_pool *pool, relo_page *p, relo_candidate *c, uint32_t *n,
+                      relo_page **q)
+{
+    *q = NULL;
+    uint64_t g = pool->granule, a = p->occupied_bytes, ra, rb, rab;
+    /* A lone allocation is left to the rule for pages of copies. */
+    if (*n == 0 || a % g == 0 || p->live < 2) return false;
+    relo_page *next = c[0].page;
+    uint64_t b = next->occupied_bytes;
+    if (!relo__page_movable_bytes(next) || !relo__round_up(a, g, &ra) || !relo__round_up(b, g, &rb) ||
+        !relo__round_up(a + b, g, &rab) || rab >= ra + rb || relo__pass_full(pass, a + b))
+        return false;
+    uint32_t mark = pass->count;
+    if (!relo__pass_plan_run(pass, pool, p->first, NULL, RELO_NEW_PAGE_EXACT_OR_COPIES, b)) return false;
+    /* The page taken for the pair is the newest the run's targets are on. */
+    relo_page *page = NULL;
+    for (uint32_t i = mark; i < pass->count; i++) {
+        relo_page *t = pass->moves[i].dst->page;
+        if (!page || t->order > page->order) page = t;
+    }
+    (void)relo__candidates_pop(c, n);
+    if (!relo__page_movable_bytes(next) || !relo__pass_fence(pass, next)) return true;
+    pool->fill_page = page;
+    bool planned = relo__pass_plan_page(pass, pool, next, RELO_NEW_PAGE_NONE);
+    pool->fill_page = NULL;
+    if (planned)
+        *q = next;
+    else
+        relo__pass_unfence_last(pass);
+    return true;
+}
+
 /* Free room of spill's pages that serve (0 without spill). */
 static uint64_t spill_room(relo_pool *spill) { return spill ? relo__occupancy_room(spill) : 0; }
 
@@ -119,8 +159,14 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
              * same occupancy class, so of about the same live bytes) or
              * the reservation that asked for packing takes it, and two
              * runs share the tail the granule strands. Under pressure a
-             * page twice as large may be more than the device can lend. */
+             * page twice as large may be more than the device can lend,
+             * and room left over is room the refused request may not fit:
+             * the next candidate is paired only when the two round to
+             * fewer granules together, and planned into that page. */
             bool shared = false;
+            relo_page *paired = NULL;
+            if (!planned && worth_pages && pass->reason == RELO_REASON_MEMORY_PRESSURE)
+                planned = plan_pair(pass, pool, p, c, &n, &paired);
             if (!planned && worth_pages) {
                 shared = pass->reason != RELO_REASON_MEMORY_PRESSURE && p->occupied_bytes % pool->granule != 0;
                 planned = relo__pass_plan_run(pass, pool, p->first, NULL, exact, shared ? p->occupied_bytes : 0);
@@ -129,6 +175,10 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
                 room -= relo__min(room, own_room + p->occupied_bytes);
                 if (shared) room += p->occupied_bytes;
                 emptied += p->size;
+                if (paired) {
+                    room -= relo__min(room, paired->size);
+                    emptied += paired->size;
+                }
             } else {
                 relo__pass_unfence_last(pass);
             }

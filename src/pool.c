@@ -463,6 +463,7 @@ bool relo__pool_check(const relo_pool *pool, const relo_pool_checker *checker, c
         return false;                                                          \
     } while (0)
     uint64_t allocations = 0, in_use = 0, padding = 0, reserved = 0, empty = 0, guarded = 0, free_slices = 0;
+    if (pool->fill_page) FAIL("a fill page is set outside the planning of a pass");
     for (uint32_t i = 0; i < pool->page_count; i++) {
         const relo_page *p = pool->pages[i];
         if (p->index != i) FAIL("page index does not match its position");

@@ -94,6 +94,9 @@ typedef struct relo_pool {
     uint64_t exact_hint;        /* variable_pages, set while a pass plans: an EXACT new page
                                    holds at least this many bytes (the rest of the source's
                                    allocations, so they share one page); 0 = none */
+    struct relo_page *fill_page; /* sliced, set only while a pass plans a run into one page:
+                                   reservations take its free room first (lowest address
+                                   that fits), before the free index; NULL otherwise */
     uint64_t small_request_max; /* variable_pages: requests up to this ... */
     uint64_t small_request_page; /* ... get a new page of this size */
     uint64_t own_sizes[RELO_OWN_SIZES]; /* variable_pages: the last RELO_OWN_SIZES distinct larger

@@ -116,6 +116,15 @@ RELO_NOINLINE static relo_status take_page(relo_pool *pool, uint64_t length, rel
     return st;
 }
 
+/* The lowest-address free slice of page that holds length bytes, or NULL.
+ * Out of line: only a pass planning a pair of runs sets a fill page. */
+RELO_NOINLINE static relo_slice *fill_page_fit(const relo_page *page, uint64_t length)
+{
+    for (relo_slice *s = page->first; s; s = s->next)
+        if (s->state == RELO_SLICE_FREE && s->length >= length) return s;
+    return NULL;
+}
+
 relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t length, uint32_t slot,
                                         relo_slice_state state, relo_new_page new_page, relo_slice **out)
 {
@@ -123,7 +132,9 @@ relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t
     /* A search the caller has just made in vain is not made again (the
      * dense layout's reservation that asks about packing in between). */
     RELO_ASSERT(new_page != RELO_NEW_PAGE_ONLY || !pool->free.by_size || !relo__free_index_find(&pool->free, length));
-    relo_slice *f = new_page == RELO_NEW_PAGE_ONLY ? NULL : relo__free_index_find(&pool->free, length);
+    relo_slice *f = NULL;
+    if (new_page != RELO_NEW_PAGE_ONLY) f = pool->fill_page ? fill_page_fit(pool->fill_page, length) : NULL;
+    if (!f && new_page != RELO_NEW_PAGE_ONLY) f = relo__free_index_find(&pool->free, length);
     relo_page *fresh = NULL;
     if (!f) {
         if (new_page == RELO_NEW_PAGE_NONE) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;

@@ -5,7 +5,8 @@
  * and makes a workload fit when the device refuses a page. The last cases
  * check the pages a larger request takes: copies of a recent size where
  * the granule would strand a tail, and, under memory pressure only, for
- * such an allocation moved alone.
+ * such an allocation moved alone; and the pages packing moves runs to,
+ * two to a page where the granule would strand a tail of each.
  *
  * Setup shared by the cases: a dense device on the host backend; 256
  * allocations of 16 KiB fill 64 pages of 64 KiB (a new fine-pool page
@@ -435,6 +436,51 @@ CHECK_TEST(reclaim_moves_lone_allocations_two_to_a_page_of_their_size)
     expect_ok(relo_reclaim(f.s));
     expect_eq(fx_stats(f.s).bytes_reserved, 66 * MiB); /* 14 + 2 x 26, not 14 + 4 x 14 */
     lone_copies_check(&f, h, 2);
+}
+
+/* Two 16 MiB pages hold an 8 MiB and a 5 MiB allocation each: 13 MiB,
+ * which a page sized to it rounds up to 14. Packing under memory pressure
+ * moves both runs into one 26 MiB page, where each alone would take a
+ * 14 MiB page and strand its own granule's tail: 26 MiB held, not 28.
+ * Bytes kept. */
+CHECK_TEST(pressure_moves_two_runs_into_one_page_where_they_round_to_less)
+{
+    fx f;
+    relo_host_desc hd = fx_host();
+    hd.granule = 2 * MiB;
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+    require_ok(fx_open(&f, &hd, &dd));
+    relo_handle big[2], h[4];
+    for (int i = 0; i < 2; i++) big[i] = fx_reserve(f.s, 16 * MiB);
+    for (int i = 0; i < 2; i++) expect_ok(relo_release(f.dev, big[i]));
+    const uint64_t size[4] = {8 * MiB, 5 * MiB, 8 * MiB, 5 * MiB};
+    for (int i = 0; i < 4; i++) {
+        h[i] = fx_reserve(f.s, size[i]);
+        expect_ok(fx_write_pattern(f.dev, h[i], (uint64_t)i + 1, size[i]));
+    }
+    expect_eq(fx_stats(f.s).bytes_reserved, 32 * MiB);
+    expect_true(fx_bind(f.s, h[0]).buffer == fx_bind(f.s, h[1]).buffer);
+    expect_true(fx_bind(f.s, h[0]).buffer != fx_bind(f.s, h[2]).buffer);
+    relo__device_lock(f.dev);
+    relo__compact_and_release(f.dev, f.s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX);
+    relo__device_unlock(f.dev);
+    expect_eq(fx_stats(f.s).bytes_reserved, 26 * MiB);
+    expect_eq(fx_stats(f.s).allocations_moved, 4);
+    for (int i = 0; i < 4; i++) {
+        expect_true(fx_check_pattern(f.dev, h[i], (uint64_t)i + 1, size[i]));
+        expect_true(fx_bind(f.s, h[i]).buffer == fx_bind(f.s, h[0]).buffer);
+    }
+    expect_ok(relo_device_check(f.dev));
+    /* The page a pair is planned into is set only while it is planned. */
+    relo_pool *large = &f.s->layout.dense.pools[1];
+    relo__device_lock(f.dev);
+    large->fill_page = large->pages[0];
+    relo__device_unlock(f.dev);
+    expect_eq(relo_device_check(f.dev), RELO_ERR_CORRUPT);
+    large->fill_page = NULL;
+    expect_ok(relo_device_check(f.dev));
+    fx_close_releasing(&f, h, 4);
 }
 
 /* The large pool's small pages follow the workload (1/64 of the most bytes
