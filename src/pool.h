@@ -286,8 +286,9 @@ void relo__pool_slice_leak(relo_pool *pool, relo_slice *slice);
 
 /**
  * Carves size bytes (padded to the alignment) for slot, with state LIVE or
- * TARGET, from the lowest page and lowest address that fits; takes a new
- * page only when allow_new_page.
+ * TARGET, from the lowest page and lowest address that fits (best fit in a
+ * best_fit pool; first the pool's fill_page, lowest address, while a pass
+ * sets one); takes a new page only when allow_new_page.
  * Returns RELO_OK; RELO_ERR_BUFFER_TOO_BIG (padded size > page size);
  * RELO_ERR_PAGE_UPDATE_FORBIDDEN (no room held and no new page allowed);
  * the backend's refusal; RELO_ERR_HOST_MEMORY. On failure nothing changed.
