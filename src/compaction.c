@@ -50,6 +50,8 @@ static bool plan_pair(relo_pass *pass, relo_pool *pool, relo_page *p, relo_candi
         relo_page *t = pass->moves[i].dst->page;
         if (!page || t->order > page->order) page = t;
     }
+    /* The candidate leaves the heap: planned here, or left for a later
+     * pass when p's targets took its room or it cannot be fenced now. */
     (void)relo__candidates_pop(c, n);
     if (!relo__page_movable_bytes(next) || !relo__pass_fence(pass, next)) return true;
     pool->fill_page = page;

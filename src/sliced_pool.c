@@ -116,10 +116,13 @@ RELO_NOINLINE static relo_status take_page(relo_pool *pool, uint64_t length, rel
     return st;
 }
 
-/* The lowest-address free slice of page that holds length bytes, or NULL.
- * Out of line: only a pass planning a pair of runs sets a fill page. */
+/* The lowest-address free slice of page that holds length bytes, or NULL
+ * (also for a page whose room serves nothing now: a source, a guarded
+ * page). Out of line: only a pass planning a pair of runs sets a fill
+ * page. */
 RELO_NOINLINE static relo_slice *fill_page_fit(const relo_page *page, uint64_t length)
 {
+    if (!relo__page_serves(page)) return NULL;
     for (relo_slice *s = page->first; s; s = s->next)
         if (s->state == RELO_SLICE_FREE && s->length >= length) return s;
     return NULL;
