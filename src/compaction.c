@@ -42,6 +42,11 @@ static bool plan_pair(relo_pass *pass, relo_pool *pool, relo_page *p, relo_candi
     if (!relo__page_movable_bytes(next) || !relo__round_up(a, g, &ra) || !relo__round_up(b, g, &rb) ||
         !relo__round_up(a + b, g, &rab) || rab >= ra + rb || relo__pass_full(pass, a + b))
         return false;
+    /* A device of known capacity that cannot lend the pair's page now
+     * would give the run pages of its own sizes instead (the pool falls
+     * back to a page for one request), which pairs nothing. */
+    const relo_device *d = pass->device;
+    if (d->capacity && relo__sub_sat(d->capacity, d->held.bytes_reserved) < rab) return false;
     uint32_t mark = pass->count;
     if (!relo__pass_plan_run(pass, pool, p->first, NULL, RELO_NEW_PAGE_EXACT_OR_COPIES, b)) return false;
     /* The page taken for the pair is the newest the run's targets are on. */

@@ -483,6 +483,41 @@ CHECK_TEST(pressure_moves_two_runs_into_one_page_where_they_round_to_less)
     fx_close_releasing(&f, h, 4);
 }
 
+/* The same two pages on a device that can lend 14 MiB more, not the
+ * 26 MiB page a pair needs: each run moves alone to a 14 MiB page, one
+ * after the other (the first page's 16 MiB come back before the second
+ * run's page is taken), and every byte is kept. */
+CHECK_TEST(pressure_moves_runs_alone_where_the_pair_page_is_not_lent)
+{
+    fx f;
+    relo_host_desc hd = fx_host();
+    hd.granule = 2 * MiB;
+    hd.capacity = 46 * MiB;
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+    require_ok(fx_open(&f, &hd, &dd));
+    relo_handle big[2], h[4];
+    for (int i = 0; i < 2; i++) big[i] = fx_reserve(f.s, 16 * MiB);
+    for (int i = 0; i < 2; i++) expect_ok(relo_release(f.dev, big[i]));
+    const uint64_t size[4] = {8 * MiB, 5 * MiB, 8 * MiB, 5 * MiB};
+    for (int i = 0; i < 4; i++) {
+        h[i] = fx_reserve(f.s, size[i]);
+        expect_ok(fx_write_pattern(f.dev, h[i], (uint64_t)i + 1, size[i]));
+    }
+    expect_eq(fx_stats(f.s).bytes_reserved, 32 * MiB);
+    relo__device_lock(f.dev);
+    relo__compact_and_release(f.dev, f.s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX);
+    relo__device_unlock(f.dev);
+    expect_eq(fx_stats(f.s).allocations_moved, 4);
+    expect_eq(fx_stats(f.s).bytes_reserved, 28 * MiB);
+    for (int i = 0; i < 4; i++) expect_true(fx_check_pattern(f.dev, h[i], (uint64_t)i + 1, size[i]));
+    expect_true(fx_bind(f.s, h[0]).buffer == fx_bind(f.s, h[1]).buffer);
+    expect_true(fx_bind(f.s, h[2]).buffer == fx_bind(f.s, h[3]).buffer);
+    expect_true(fx_bind(f.s, h[0]).buffer != fx_bind(f.s, h[2]).buffer);
+    expect_ok(relo_device_check(f.dev));
+    fx_close_releasing(&f, h, 4);
+}
+
 /* The large pool's small pages follow the workload (1/64 of the most bytes
  * live), but once a request above 10 MiB has needed a page of its own they
  * are at least that request: four 3 MiB requests after a 12 MiB one share
