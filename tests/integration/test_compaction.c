@@ -443,42 +443,53 @@ CHECK_TEST(reclaim_moves_lone_allocations_two_to_a_page_of_their_size)
  * moves both runs into one 26 MiB page, where each alone would take a
  * 14 MiB page and strand its own granule's tail: 26 MiB held, not 28.
  * Bytes kept. */
+static const uint64_t two_runs_size[4] = {8 * MiB, 5 * MiB, 8 * MiB, 5 * MiB};
+
+/* Two 16 MiB pages, each holding an 8 and a 5 MiB allocation (h[0..1] on
+ * one, h[2..3] on the other), on a device lending capacity bytes (0: no
+ * limit); then packing as when the device refused a page. */
+static void two_runs_packed(fx *f, uint64_t capacity, relo_handle h[4])
+{
+    relo_host_desc hd = fx_host();
+    hd.granule = 2 * MiB;
+    hd.capacity = capacity;
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+    require_ok(fx_open(f, &hd, &dd));
+    relo_handle big[2];
+    for (int i = 0; i < 2; i++) big[i] = fx_reserve(f->s, 16 * MiB);
+    for (int i = 0; i < 2; i++) expect_ok(relo_release(f->dev, big[i]));
+    for (int i = 0; i < 4; i++) {
+        h[i] = fx_reserve(f->s, two_runs_size[i]);
+        expect_ok(fx_write_pattern(f->dev, h[i], (uint64_t)i + 1, two_runs_size[i]));
+    }
+    expect_eq(fx_stats(f->s).bytes_reserved, 32 * MiB);
+    expect_true(fx_bind(f->s, h[0]).buffer == fx_bind(f->s, h[1]).buffer);
+    expect_true(fx_bind(f->s, h[0]).buffer != fx_bind(f->s, h[2]).buffer);
+    relo__device_lock(f->dev);
+    relo__compact_and_release(f->dev, f->s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX);
+    relo__device_unlock(f->dev);
+    expect_eq(fx_stats(f->s).allocations_moved, 4);
+    for (int i = 0; i < 4; i++) expect_true(fx_check_pattern(f->dev, h[i], (uint64_t)i + 1, two_runs_size[i]));
+    expect_ok(relo_device_check(f->dev));
+}
+
 CHECK_TEST(pressure_moves_two_runs_into_one_page_where_they_round_to_less)
 {
     fx f;
-    relo_host_desc hd = fx_host();
-    hd.granule = 2 * MiB;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
-    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
-    require_ok(fx_open(&f, &hd, &dd));
-    relo_handle big[2], h[4];
-    for (int i = 0; i < 2; i++) big[i] = fx_reserve(f.s, 16 * MiB);
-    for (int i = 0; i < 2; i++) expect_ok(relo_release(f.dev, big[i]));
-    const uint64_t size[4] = {8 * MiB, 5 * MiB, 8 * MiB, 5 * MiB};
-    for (int i = 0; i < 4; i++) {
-        h[i] = fx_reserve(f.s, size[i]);
-        expect_ok(fx_write_pattern(f.dev, h[i], (uint64_t)i + 1, size[i]));
-    }
-    expect_eq(fx_stats(f.s).bytes_reserved, 32 * MiB);
-    expect_true(fx_bind(f.s, h[0]).buffer == fx_bind(f.s, h[1]).buffer);
-    expect_true(fx_bind(f.s, h[0]).buffer != fx_bind(f.s, h[2]).buffer);
-    relo__device_lock(f.dev);
-    relo__compact_and_release(f.dev, f.s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX);
-    relo__device_unlock(f.dev);
+    relo_handle h[4];
+    two_runs_packed(&f, 0, h);
     expect_eq(fx_stats(f.s).bytes_reserved, 26 * MiB);
-    expect_eq(fx_stats(f.s).allocations_moved, 4);
-    for (int i = 0; i < 4; i++) {
-        expect_true(fx_check_pattern(f.dev, h[i], (uint64_t)i + 1, size[i]));
-        expect_true(fx_bind(f.s, h[i]).buffer == fx_bind(f.s, h[0]).buffer);
-    }
-    expect_ok(relo_device_check(f.dev));
+    for (int i = 1; i < 4; i++) expect_true(fx_bind(f.s, h[i]).buffer == fx_bind(f.s, h[0]).buffer);
     /* The page a pair is planned into is set only while it is planned. */
     relo_pool *large = &f.s->layout.dense.pools[1];
     relo__device_lock(f.dev);
     large->fill_page = large->pages[0];
     relo__device_unlock(f.dev);
     expect_eq(relo_device_check(f.dev), RELO_ERR_CORRUPT);
+    relo__device_lock(f.dev);
     large->fill_page = NULL;
+    relo__device_unlock(f.dev);
     expect_ok(relo_device_check(f.dev));
     fx_close_releasing(&f, h, 4);
 }
@@ -490,31 +501,12 @@ CHECK_TEST(pressure_moves_two_runs_into_one_page_where_they_round_to_less)
 CHECK_TEST(pressure_moves_runs_alone_where_the_pair_page_is_not_lent)
 {
     fx f;
-    relo_host_desc hd = fx_host();
-    hd.granule = 2 * MiB;
-    hd.capacity = 46 * MiB;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
-    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
-    require_ok(fx_open(&f, &hd, &dd));
-    relo_handle big[2], h[4];
-    for (int i = 0; i < 2; i++) big[i] = fx_reserve(f.s, 16 * MiB);
-    for (int i = 0; i < 2; i++) expect_ok(relo_release(f.dev, big[i]));
-    const uint64_t size[4] = {8 * MiB, 5 * MiB, 8 * MiB, 5 * MiB};
-    for (int i = 0; i < 4; i++) {
-        h[i] = fx_reserve(f.s, size[i]);
-        expect_ok(fx_write_pattern(f.dev, h[i], (uint64_t)i + 1, size[i]));
-    }
-    expect_eq(fx_stats(f.s).bytes_reserved, 32 * MiB);
-    relo__device_lock(f.dev);
-    relo__compact_and_release(f.dev, f.s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX);
-    relo__device_unlock(f.dev);
-    expect_eq(fx_stats(f.s).allocations_moved, 4);
+    relo_handle h[4];
+    two_runs_packed(&f, 46 * MiB, h);
     expect_eq(fx_stats(f.s).bytes_reserved, 28 * MiB);
-    for (int i = 0; i < 4; i++) expect_true(fx_check_pattern(f.dev, h[i], (uint64_t)i + 1, size[i]));
     expect_true(fx_bind(f.s, h[0]).buffer == fx_bind(f.s, h[1]).buffer);
     expect_true(fx_bind(f.s, h[2]).buffer == fx_bind(f.s, h[3]).buffer);
     expect_true(fx_bind(f.s, h[0]).buffer != fx_bind(f.s, h[2]).buffer);
-    expect_ok(relo_device_check(f.dev));
     fx_close_releasing(&f, h, 4);
 }
 
