@@ -22,6 +22,13 @@ static uint64_t repagination_gain(const relo_pool *pool, const relo_page *page)
     return relo__sub_sat(page->size, needed);
 }
 
+/* Bytes the device can lend now: its capacity less what it holds
+ * (UINT64_MAX when the capacity is unknown). */
+static uint64_t lendable(const relo_device *d)
+{
+    return d->capacity ? relo__sub_sat(d->capacity, d->held.bytes_reserved) : UINT64_MAX;
+}
+
 /* Under memory pressure, page p's run, whose live bytes end inside a
  * granule, and the run of the next candidate (the top of the heap c of
  * *n), when the two together round to fewer granules than apart, are
@@ -45,8 +52,7 @@ static bool plan_pair(relo_pass *pass, relo_pool *pool, relo_page *p, relo_candi
     /* A device of known capacity that cannot lend the pair's page now
      * would give the run pages of its own sizes instead (the pool falls
      * back to a page for one request), which pairs nothing. */
-    const relo_device *d = pass->device;
-    if (d->capacity && relo__sub_sat(d->capacity, d->held.bytes_reserved) < rab) return false;
+    if (lendable(pass->device) < rab) return false;
     uint32_t mark = pass->count;
     if (!relo__pass_plan_run(pass, pool, p->first, NULL, RELO_NEW_PAGE_EXACT_OR_COPIES, b)) return false;
     /* The page taken for the pair is the newest the run's targets are on. */
@@ -127,8 +133,8 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
     /* Re-paginated under memory pressure, a lone allocation of a recent
      * larger size goes to a page of copies that the next ones fill; packing
      * that gives memory back unasked takes only what it needs now. */
-    relo_new_page exact =
-        pass->reason == RELO_REASON_MEMORY_PRESSURE ? RELO_NEW_PAGE_EXACT_OR_COPIES : RELO_NEW_PAGE_EXACT;
+    bool pressure = pass->reason == RELO_REASON_MEMORY_PRESSURE;
+    relo_new_page exact = pressure ? RELO_NEW_PAGE_EXACT_OR_COPIES : RELO_NEW_PAGE_EXACT;
     uint64_t emptied = 0;
     relo_candidate *c = NULL;
     uint32_t cap = 0;
@@ -172,10 +178,9 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
              * fewer granules together, and planned into that page. */
             bool shared = false;
             relo_page *paired = NULL;
-            if (!planned && worth_pages && pass->reason == RELO_REASON_MEMORY_PRESSURE)
-                planned = plan_pair(pass, pool, p, c, &n, &paired);
+            if (!planned && worth_pages && pressure) planned = plan_pair(pass, pool, p, c, &n, &paired);
             if (!planned && worth_pages) {
-                shared = pass->reason != RELO_REASON_MEMORY_PRESSURE && p->occupied_bytes % pool->granule != 0;
+                shared = !pressure && p->occupied_bytes % pool->granule != 0;
                 planned = relo__pass_plan_run(pass, pool, p->first, NULL, exact, shared ? p->occupied_bytes : 0);
             }
             if (planned) {
@@ -444,10 +449,9 @@ bool relo__compact_merge_tails(relo_device *d, relo_pool *pool, uint64_t length)
     if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || !pool->variable_pages ||
         pool->page_count < 2)
         return false;
-    uint64_t g = pool->granule, lendable = UINT64_MAX, need;
-    if (d->desc.capacity) lendable = relo__sub_sat(d->desc.capacity, d->held.bytes_reserved);
+    uint64_t g = pool->granule, lend = lendable(d), need;
     if (!relo__round_up(length, g, &need)) return false;
-    uint64_t want = need > lendable ? need - lendable : g;
+    uint64_t want = need > lend ? need - lend : g;
     tail *c = relo__malloc(pool->page_count * sizeof *c);
     if (!c) return false;
     uint32_t n = 0;
@@ -463,7 +467,7 @@ bool relo__compact_merge_tails(relo_device *d, relo_pool *pool, uint64_t length)
     uint32_t taken = 0;
     for (uint32_t i = 0; i < n && given < merged + want; i++) {
         uint64_t l = live + c[i].page->occupied_bytes, page;
-        if (!relo__round_up(l, g, &page) || page > lendable) continue;
+        if (!relo__round_up(l, g, &page) || page > lend) continue;
         c[taken++] = c[i];
         live = l;
         given += c[i].page->size;

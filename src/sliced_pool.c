@@ -136,8 +136,10 @@ relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t
      * dense layout's reservation that asks about packing in between). */
     RELO_ASSERT(new_page != RELO_NEW_PAGE_ONLY || !pool->free.by_size || !relo__free_index_find(&pool->free, length));
     relo_slice *f = NULL;
-    if (new_page != RELO_NEW_PAGE_ONLY) f = pool->fill_page ? fill_page_fit(pool->fill_page, length) : NULL;
-    if (!f && new_page != RELO_NEW_PAGE_ONLY) f = relo__free_index_find(&pool->free, length);
+    if (new_page != RELO_NEW_PAGE_ONLY) {
+        if (pool->fill_page) f = fill_page_fit(pool->fill_page, length);
+        if (!f) f = relo__free_index_find(&pool->free, length);
+    }
     relo_page *fresh = NULL;
     if (!f) {
         if (new_page == RELO_NEW_PAGE_NONE) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
