@@ -15,10 +15,12 @@
  * page relo gave back (filled with 0xDD by the host backend before it goes)
  * or another allocation's bytes, and the pattern check fails.
  *
- * The run asserts a minimum number of moved allocations, and every byte of
- * every allocation at the end. Under ThreadSanitizer it must show no race.
- * The run lasts RELO_STRESS_SECONDS (default 3) and until MIN_MOVED
- * allocations moved, at most 60 times as long (ThreadSanitizer on a loaded machine); RELO_SEED sets the seed.
+ * The run asserts a minimum number of moved allocations, at least one move
+ * copied by the runtime, and every byte of every allocation at the end.
+ * Under ThreadSanitizer it must show no race. The run lasts
+ * RELO_STRESS_SECONDS (default 3) and until MIN_MOVED allocations moved and
+ * the runtime copied a move, at most 60 times as long (a sanitizer on a
+ * loaded machine runs few passes); RELO_SEED sets the seed.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -171,7 +173,8 @@ static void *mover_main(void *arg)
         relo_stats ds;
         double t = now_s() - start;
         if (relo_device_stats(st->dev, &ds) == RELO_OK &&
-            ((t >= st->seconds && ds.allocations_moved >= MIN_MOVED) || t >= 60 * st->seconds)) {
+            ((t >= st->seconds && ds.allocations_moved >= MIN_MOVED && atomic_load(&st->runtime_copied) > 0) ||
+             t >= 60 * st->seconds)) {
             atomic_store(&st->stop, true);
             break;
         }
