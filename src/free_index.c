@@ -88,12 +88,12 @@ void relo__free_index_destroy(relo_free_index *index)
     memset(index, 0, sizeof *index);
 }
 
-void relo__free_index_refresh(relo_free_index *index, relo_slice *slice)
+void relo__free_index_refresh_by_address(relo_free_index *index, relo_slice *slice)
 {
     RELO_ASSERT(!index->by_size);
     /* The slice the last search found climbs the path kept for it; any
      * other may have grown past the hint, and the path goes with it. */
-    if (!index->by_size) relo__free_tree_refresh(index->root, slice, index->path, &index->path_len);
+    relo__free_tree_refresh(index->root, slice, index->path, &index->path_len);
 }
 
 /* a before b in address order: lower page, then lower offset. */

@@ -137,14 +137,6 @@ void relo__free_index_destroy(relo_free_index *index);
  */
 relo_slice *relo__free_index_find(relo_free_index *index, uint64_t length);
 
-/**
- * Restores what the index keeps about a slice whose offset and length
- * changed in place. By address only, and only when the slice passed no
- * other indexed slice in address order (growing into a free neighbour's
- * room, or giving up its front): the treap's maxima are refreshed. By
- * size a new length is a new class: remove before, insert after.
- */
-void relo__free_index_refresh(relo_free_index *index, relo_slice *slice);
 
 /**
  * Checks the index: by size, that every slice is FREE and in the class its
@@ -155,6 +147,10 @@ void relo__free_index_refresh(relo_free_index *index, relo_slice *slice);
  */
 bool relo__free_index_check(const relo_free_index *index, uint64_t *count, const char **why);
 
+
+/** relo__free_index_refresh (below) of an index by address: the treap's
+ *  maxima above the slice. */
+void relo__free_index_refresh_by_address(relo_free_index *index, relo_slice *slice);
 
 /* Insert, remove and the class of a length run on every reservation and
  * release: inline, so they cost no call. */
@@ -233,6 +229,41 @@ static inline void relo__free_index_remove(relo_free_index *index, relo_slice *s
     }
     if (slice->right) slice->right->left = slice->left;
     slice->left = slice->right = NULL;
+}
+
+/**
+ * Restores what the index keeps about an indexed slice whose offset and
+ * length changed in place (carving its front, merging a neighbour into
+ * it), leaving it where a remove and an insert would. By address only
+ * when the slice passed no other indexed slice in address order: the
+ * treap's maxima are refreshed. By size the slice goes to the class its
+ * new length maps to, first in that class's list; when the class is the
+ * one it was in, as for a small carve or merge beside a long free run, no
+ * bitmap changes and the class list is only relinked.
+ */
+static inline void relo__free_index_refresh(relo_free_index *index, relo_slice *slice)
+{
+    if (!index->by_size) {
+        relo__free_index_refresh_by_address(index, slice);
+        return;
+    }
+    uint32_t fl, sl;
+    relo__free_index_class(slice->length, &fl, &sl);
+    if (fl * RELO_FREE_SL_COUNT + sl != slice->bin) {
+        relo__free_index_remove(index, slice);
+        relo__free_index_insert(index, slice);
+        return;
+    }
+    if (!slice->left) return; /* already first of its class */
+    /* Within its class, from where it is to the front: the list stays
+     * non-empty, so its bits stay as they are. */
+    slice->left->right = slice->right;
+    if (slice->right) slice->right->left = slice->left;
+    relo_slice **head = &index->bins[slice->bin];
+    slice->left = NULL;
+    slice->right = *head;
+    (*head)->left = slice;
+    *head = slice;
 }
 
 #endif /* RELO_FREE_INDEX_H */

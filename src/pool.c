@@ -277,41 +277,30 @@ static void unlink_slice(relo_pool *pool, relo_slice *sl)
 
 /* Merges a FREE slice, not indexed, with its FREE neighbours (sliced
  * pools), found through the page's address-ordered list, and leaves the
- * merged slice in the free index when its page serves. By address a
- * neighbour already in the treap keeps its node and place (its key passes
- * no other free slice), so only maxima are restored; by size the merged
- * length is a new class: the neighbours leave theirs, the sum goes in. */
+ * merged slice in the free index when its page serves. A neighbour
+ * already indexed keeps its node: by address its place in the treap (its
+ * key passes no other free slice), so only maxima are restored; by size it
+ * moves to the class of the merged length, or to the front of its own. */
 static void merge_neighbours(relo_pool *pool, relo_slice *sl)
 {
     bool serves = relo__page_serves(sl->page);
     relo_slice *prev = sl->prev, *next = sl->next;
     bool prev_free = prev && prev->state == RELO_SLICE_FREE;
     bool next_free = next && next->state == RELO_SLICE_FREE;
-    if (serves && !pool->best_fit && (prev_free || next_free)) {
-        relo_slice *keep = prev_free ? prev : next;
-        if (prev_free && next_free) {
-            relo__pool_free_remove(pool, next);
-            prev->length += next->length;
-            unlink_slice(pool, next);
-        }
-        if (!prev_free) keep->offset = sl->offset;
-        keep->length += sl->length;
-        unlink_slice(pool, sl);
-        relo__free_index_refresh(&pool->free, keep);
+    if (!prev_free && !next_free) {
+        if (serves) relo__pool_free_insert(pool, sl);
         return;
     }
-    if (prev_free) {
-        if (serves) relo__pool_free_remove(pool, prev);
-        prev->length += sl->length;
-        unlink_slice(pool, sl);
-        sl = prev;
-    }
-    if (next_free) {
+    relo_slice *keep = prev_free ? prev : next;
+    if (prev_free && next_free) {
         if (serves) relo__pool_free_remove(pool, next);
-        sl->length += next->length;
+        prev->length += next->length;
         unlink_slice(pool, next);
     }
-    if (serves) relo__pool_free_insert(pool, sl);
+    if (!prev_free) keep->offset = sl->offset;
+    keep->length += sl->length;
+    unlink_slice(pool, sl);
+    if (serves) relo__free_index_refresh(&pool->free, keep);
 }
 
 /* A slice marked leak_on_free is freed: a copy from here may still be

@@ -5,17 +5,16 @@
 #include "pool.h"
 
 /* Splits a free slice so its first `length` bytes hold the allocation;
- * returns the slice that holds it. By address the free remainder keeps the
- * node and its place in the treap (its key grows but passes no other free
- * slice), so only the maxima need restoring; by size its new length is a
- * new class. */
+ * returns the slice that holds it. The free remainder keeps the node and,
+ * by address, its place in the treap (its key grows but passes no other
+ * free slice), so only the maxima need restoring; by size it moves to the
+ * class of its new length, or only to the front of its own. */
 static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64_t size,
                          uint32_t slot, relo_slice_state state, relo_slice **out)
 {
-    relo_slice_slab *slab = pool->home->slab;
     relo_slice *taken = f;
-    if (f->length > length && !pool->best_fit) {
-        relo_slice *a = relo__slice_new(slab);
+    if (f->length > length) {
+        relo_slice *a = relo__slice_new(pool->home->slab);
         if (!a) return RELO_ERR_HOST_MEMORY;
         a->page = f->page;
         a->offset = f->offset;
@@ -32,20 +31,6 @@ static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64
         f->length -= length;
         relo__free_index_refresh(&pool->free, f);
         taken = a;
-    } else if (f->length > length) {
-        relo_slice *rest = relo__slice_new(slab);
-        if (!rest) return RELO_ERR_HOST_MEMORY;
-        relo__pool_free_remove(pool, f);
-        rest->page = f->page;
-        rest->offset = f->offset + length;
-        rest->length = f->length - length;
-        rest->state = RELO_SLICE_FREE;
-        rest->prev = f;
-        rest->next = f->next;
-        if (f->next) f->next->prev = rest;
-        f->next = rest;
-        f->length = length;
-        relo__pool_free_insert(pool, rest);
     } else {
         relo__pool_free_remove(pool, f);
     }

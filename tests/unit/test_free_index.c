@@ -196,6 +196,74 @@ CHECK_TEST(by_address_takes_the_lowest_address_that_fits)
     relo__free_index_destroy(&x);
 }
 
+/* Whether two by-size indexes over twin bench sets hold the same slices
+ * (by their place in the set) in the same order in every class. */
+static bool same_lists(const bench_set *a, const relo_free_index *x, const bench_set *b, const relo_free_index *y)
+{
+    if (x->fl_count != y->fl_count || x->fl_bitmap != y->fl_bitmap) return false;
+    for (uint32_t f = 0; f < x->fl_count; f++) {
+        if (x->sl_bitmap[f] != y->sl_bitmap[f]) return false;
+        for (uint32_t c = 0; c < RELO_FREE_SL_COUNT; c++) {
+            const relo_slice *s = x->bins[f * RELO_FREE_SL_COUNT + c], *t = y->bins[f * RELO_FREE_SL_COUNT + c];
+            for (; s && t; s = s->right, t = t->right)
+                if (s - a->slices != t - b->slices) return false;
+            if (s || t) return false;
+        }
+    }
+    return true;
+}
+
+CHECK_TEST(by_size_a_refresh_leaves_a_slice_where_remove_and_insert_would)
+{
+    /* Three slices of one class (39 KiB up to 40 KiB), the newest first in
+     * its list. x is refreshed in place; y, its twin, has each slice
+     * removed and inserted again: every class list must read the same. */
+    static bench_set a, b;
+    relo_free_index x, y;
+    const place at[] = {{0, 0, 40000}, {0, 65536, 40100}, {1, 0, 40500}, {1, 65536, 900}};
+    require_ok(open_index(&a, &x, true, 1 << 20, at, 4));
+    require_ok(open_index(&b, &y, true, 1 << 20, at, 4));
+    require_true(same_lists(&a, &x, &b, &y));
+    uint32_t fl, sl;
+    relo__free_index_class(40000, &fl, &sl);
+    uint32_t bin = fl * RELO_FREE_SL_COUNT + sl;
+    require_true(x.bins[bin] == &a.slices[2]);
+
+    /* Slices carved from the front. The first step keeps the last of its
+     * class in that class: it comes first there, and no bit changes. */
+    const uint64_t fl_bits = x.fl_bitmap, sl_bits = x.sl_bitmap[fl];
+    const struct { uint32_t i; uint64_t cut; } steps[] = {
+        {0, 50},     /* 39,950: within the class, from last to first */
+        {0, 10},     /* 39,940: within the class, already first */
+        {1, 39200},  /* 900: into the class of 900, which holds one */
+        {3, 850},    /* 50: out of that class, into an empty one */
+        {0, 39000},  /* 940: out of the 40 KiB class, into another */
+        {2, 40090},  /* 410: the 40 KiB class empties */
+    };
+    for (uint32_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        uint32_t i = steps[k].i;
+        a.slices[i].offset += steps[k].cut;
+        a.slices[i].length -= steps[k].cut;
+        relo__free_index_refresh(&x, &a.slices[i]);
+        relo__free_index_remove(&y, &b.slices[i]);
+        b.slices[i].offset += steps[k].cut;
+        b.slices[i].length -= steps[k].cut;
+        relo__free_index_insert(&y, &b.slices[i]);
+        expect_true(index_ok(&x, 4));
+        expect_true(same_lists(&a, &x, &b, &y));
+        if (k == 0) {
+            expect_true(x.bins[bin] == &a.slices[0]);
+            expect_eq(x.fl_bitmap, fl_bits);
+            expect_eq(x.sl_bitmap[fl], sl_bits);
+        }
+    }
+    expect_eq(x.sl_bitmap[fl] & (1u << sl), 0);
+    expect_true(relo__free_index_find(&x, 11) == &a.slices[3]);
+    expect_true(relo__free_index_find(&x, 60) == &a.slices[2]);
+    relo__free_index_destroy(&x);
+    relo__free_index_destroy(&y);
+}
+
 CHECK_TEST(the_checker_finds_a_broken_index)
 {
     bench_set b;
