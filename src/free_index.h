@@ -169,6 +169,48 @@ static inline void relo__free_index_class(uint64_t length, uint32_t *fl, uint32_
     *sl = (uint32_t)(length >> (msb - RELO_FREE_SL_LOG)) - RELO_FREE_SL_COUNT;
 }
 
+/* By size: links a FREE slice first in the list of class (fl, sl), the
+ * class its length maps to, and raises that class's bits if it was empty. */
+static inline void relo__free_index_push(relo_free_index *index, relo_slice *slice, uint32_t fl, uint32_t sl)
+{
+    RELO_ASSERT(fl < index->fl_count);
+    uint32_t bin = fl * RELO_FREE_SL_COUNT + sl;
+    relo_slice **head = &index->bins[bin];
+    slice->bin = bin;
+    slice->left = NULL;
+    slice->right = *head;
+    if (*head) {
+        (*head)->left = slice;
+    } else {
+        /* The class's first slice: its bits go up. */
+        index->sl_bitmap[fl] |= 1u << sl;
+        index->fl_bitmap |= (uint64_t)1 << fl;
+    }
+    *head = slice;
+}
+
+/* By size: unlinks an indexed slice from the list of the class it was
+ * pushed to (slice->bin, whatever its length is now), and lowers that
+ * class's bits if it empties. */
+static inline void relo__free_index_unlink(relo_free_index *index, relo_slice *slice)
+{
+    if (slice->left) {
+        slice->left->right = slice->right;
+    } else {
+        /* The head of its class list, which the push noted in the slice. */
+        relo_slice **head = &index->bins[slice->bin];
+        RELO_ASSERT(*head == slice);
+        *head = slice->right;
+        if (!*head) {
+            uint32_t fl = slice->bin / RELO_FREE_SL_COUNT, sl = slice->bin % RELO_FREE_SL_COUNT;
+            index->sl_bitmap[fl] &= ~(1u << sl);
+            if (!index->sl_bitmap[fl]) index->fl_bitmap &= ~((uint64_t)1 << fl);
+        }
+    }
+    if (slice->right) slice->right->left = slice->left;
+    slice->left = slice->right = NULL;
+}
+
 /** Adds a FREE slice (its index links are overwritten; by address, its
  *  treap priority too). Never fails. */
 static inline void relo__free_index_insert(relo_free_index *index, relo_slice *slice)
@@ -190,20 +232,7 @@ static inline void relo__free_index_insert(relo_free_index *index, relo_slice *s
     }
     uint32_t fl, sl;
     relo__free_index_class(slice->length, &fl, &sl);
-    RELO_ASSERT(fl < index->fl_count);
-    uint32_t bin = fl * RELO_FREE_SL_COUNT + sl;
-    relo_slice **head = &index->bins[bin];
-    slice->bin = bin;
-    slice->left = NULL;
-    slice->right = *head;
-    if (*head) {
-        (*head)->left = slice;
-    } else {
-        /* The class's first slice: its bits go up. */
-        index->sl_bitmap[fl] |= 1u << sl;
-        index->fl_bitmap |= (uint64_t)1 << fl;
-    }
-    *head = slice;
+    relo__free_index_push(index, slice, fl, sl);
 }
 
 /** Removes a slice that is in the index. Never fails. */
@@ -214,21 +243,7 @@ static inline void relo__free_index_remove(relo_free_index *index, relo_slice *s
         relo__free_tree_remove(&index->root, slice);
         return;
     }
-    if (slice->left) {
-        slice->left->right = slice->right;
-    } else {
-        /* The head of its class list, which insert noted in the slice. */
-        relo_slice **head = &index->bins[slice->bin];
-        RELO_ASSERT(*head == slice);
-        *head = slice->right;
-        if (!*head) {
-            uint32_t fl = slice->bin / RELO_FREE_SL_COUNT, sl = slice->bin % RELO_FREE_SL_COUNT;
-            index->sl_bitmap[fl] &= ~(1u << sl);
-            if (!index->sl_bitmap[fl]) index->fl_bitmap &= ~((uint64_t)1 << fl);
-        }
-    }
-    if (slice->right) slice->right->left = slice->left;
-    slice->left = slice->right = NULL;
+    relo__free_index_unlink(index, slice);
 }
 
 /**
@@ -236,10 +251,9 @@ static inline void relo__free_index_remove(relo_free_index *index, relo_slice *s
  * length changed in place (carving its front, merging a neighbour into
  * it), leaving it where a remove and an insert would. By address only
  * when the slice passed no other indexed slice in address order: the
- * treap's maxima are refreshed. By size the slice goes to the class its
- * new length maps to, first in that class's list; when the class is the
- * one it was in, as for a small carve or merge beside a long free run, no
- * bitmap changes and the class list is only relinked.
+ * treap's maxima are refreshed. By size the slice goes first in the list
+ * of the class its new length maps to; the class is worked out once, and
+ * a slice that stays first of the class it was in is not touched.
  */
 static inline void relo__free_index_refresh(relo_free_index *index, relo_slice *slice)
 {
@@ -249,21 +263,9 @@ static inline void relo__free_index_refresh(relo_free_index *index, relo_slice *
     }
     uint32_t fl, sl;
     relo__free_index_class(slice->length, &fl, &sl);
-    if (fl * RELO_FREE_SL_COUNT + sl != slice->bin) {
-        relo__free_index_remove(index, slice);
-        relo__free_index_insert(index, slice);
-        return;
-    }
-    if (!slice->left) return; /* already first of its class */
-    /* Within its class, from where it is to the front: the list stays
-     * non-empty, so its bits stay as they are. */
-    slice->left->right = slice->right;
-    if (slice->right) slice->right->left = slice->left;
-    relo_slice **head = &index->bins[slice->bin];
-    slice->left = NULL;
-    slice->right = *head;
-    (*head)->left = slice;
-    *head = slice;
+    if (fl * RELO_FREE_SL_COUNT + sl == slice->bin && !slice->left) return;
+    relo__free_index_unlink(index, slice);
+    relo__free_index_push(index, slice, fl, sl);
 }
 
 #endif /* RELO_FREE_INDEX_H */
