@@ -1,8 +1,9 @@
 /*
  * test_free_index.c — the free-slice index of sliced pools (src/free_index.h)
  * on its own, over slices made by hand: the size classes and their two
- * bitmaps, best fit with the lowest address among equal lengths, the
- * address-ordered first fit the seed policy keeps, and the invariant
+ * bitmaps, best fit with the lowest address among equal lengths, a slice
+ * changed in place refreshed to where a remove and an insert would leave
+ * it, the address-ordered first fit the seed policy keeps, and the invariant
  * checker (relo__free_index_check) that relo_device_check runs on every
  * pool, and the path and hint a search by address keeps for what follows
  * it. Randomized cases compare the index with a plain array. Last, the
@@ -333,6 +334,18 @@ CHECK_TEST(random_operations_agree_with_a_plain_array)
             relo__free_index_remove(&x, &b.slices[i]);
             b.in[i] = false;
             held--;
+        } else {
+            /* Changed in place, as a carve (its front given away) or a
+             * merge (a neighbour's length added) changes it. */
+            relo_slice *s = &b.slices[i];
+            if (s->length > 1 && (fx_rand(&rng) % 2 || s->length + len > ((uint64_t)1 << 30))) {
+                uint64_t cut = fx_range(&rng, 1, s->length - 1);
+                s->offset += cut;
+                s->length -= cut;
+            } else {
+                s->length += len;
+            }
+            relo__free_index_refresh(&x, s);
         }
         uint64_t want = fx_rand(&rng) % 3 ? 256u * (1 + fx_rand(&rng) % 8) : fx_range(&rng, 1, 120000000);
         relo_slice *got = relo__free_index_find(&x, want), *best = brute_best(&b, want);
