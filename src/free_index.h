@@ -16,7 +16,8 @@
  *     O(log n).
  * Free neighbours are never found through the index: every page keeps its
  * slices in an address-ordered list (page.h), which is where merging looks.
- * A slice's length never changes while it is indexed.
+ * A slice's offset and length change while it is indexed only by a carve
+ * or a merge, which calls relo__free_index_refresh at once.
  *
  * Protected by: the device lock.
  */
@@ -39,7 +40,8 @@
  * offset) and augmented with the largest length in each subtree: the
  * lowest page and lowest address that fits (which keeps later pages empty
  * so they can go back) is one walk down the tree, O(log n) expected. A
- * slice's length never changes while it is in the tree. */
+ * slice's length changes while it is in the tree only as the refresh
+ * below allows. */
 
 /* The longest root-to-slice path a search keeps for the refresh after it
  * (free_index.h); a deeper slice, rare in a treap (expected depth about
@@ -137,7 +139,6 @@ void relo__free_index_destroy(relo_free_index *index);
  */
 relo_slice *relo__free_index_find(relo_free_index *index, uint64_t length);
 
-
 /**
  * Checks the index: by size, that every slice is FREE and in the class its
  * length maps to, that list links agree both ways, and that each bitmap
@@ -146,7 +147,6 @@ relo_slice *relo__free_index_find(relo_free_index *index, uint64_t length);
  * Returns false on the first broken invariant and names it through *why.
  */
 bool relo__free_index_check(const relo_free_index *index, uint64_t *count, const char **why);
-
 
 /** relo__free_index_refresh (below) of an index by address: the treap's
  *  maxima above the slice. */
