@@ -5,7 +5,11 @@
  *    sizes from 64 B to 64 MiB (heavy-tailed, fixed seed), on the simulated
  *    backend (no bytes, so only relo's bookkeeping is timed), beside glibc
  *    malloc/free of the same sizes. Median ns per pair and the ratio
- *    relo / malloc. Issue target: <= 100 ns per pair.
+ *    relo / malloc. Issue target: <= 100 ns per pair. Beside them, in the
+ *    same rounds, what the pair's two calls spend on the device lock
+ *    alone: two uncontended acquire + release pairs of relo's lock
+ *    (lock.h), and its share of the pair. Allocators that take no lock
+ *    (a VMA virtual block, OffsetAllocator) do not pay it.
  * 2. Scaling: the same pairs with 1,000,000 allocations live versus 1,000
  *    live, in CPU time, the two devices alternating round by round, for
  *    the dense policy (the default) and the seed policy. Target: the
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 
 #include "bench.h"
+#include "lock.h"
 #include "relo.h"
 #include "relo_backend.h"
 
@@ -91,6 +96,20 @@ static double malloc_pairs(const uint64_t *sizes, size_t n)
     return (double)(bench_now_ns() - t0) / (double)n;
 }
 
+/* ns per n rounds of what a reserve+release pair does with the device
+ * lock: two uncontended acquire + release pairs. */
+static double lock_pairs(relo_lock *lock, size_t n)
+{
+    uint64_t t0 = bench_now_ns();
+    for (size_t i = 0; i < n; i++) {
+        relo__lock_acquire(lock);
+        relo__lock_release(lock);
+        relo__lock_acquire(lock);
+        relo__lock_release(lock);
+    }
+    return (double)(bench_now_ns() - t0) / (double)n;
+}
+
 /* Fills the device with `live` allocations of the same distribution. */
 static relo_handle *populate(relo_device *dev, relo_stream *s, size_t live)
 {
@@ -158,7 +177,9 @@ int main(int argc, char **argv)
     if (runs < 3) runs = 3;
     uint64_t *sizes = make_sizes(pairs, 12345);
     double *a = malloc((size_t)runs * sizeof *a), *b = malloc((size_t)runs * sizeof *b);
-    if (!a || !b) return 1;
+    double *c = malloc((size_t)runs * sizeof *c);
+    relo_lock lock;
+    if (!a || !b || !c || !relo__lock_init(&lock)) return 1;
 
     double mean = 0;
     for (size_t i = 0; i < pairs; i++) mean += (double)sizes[i];
@@ -170,15 +191,20 @@ int main(int argc, char **argv)
     relo_device *dev = make_device(RELO_POLICY_DEFAULT, &s);
     relo_pairs(dev, s, sizes, pairs);      /* warm-up: pools grown, pages held */
     malloc_pairs(sizes, pairs);
+    lock_pairs(&lock, pairs);
     for (int r = 0; r < runs; r++) {
         a[r] = relo_pairs(dev, s, sizes, pairs);
         b[r] = malloc_pairs(sizes, pairs);
+        c[r] = lock_pairs(&lock, pairs);
     }
     bench_summary relo_s = bench_summarize(a, runs), malloc_s = bench_summarize(b, runs);
+    bench_summary lock_s = bench_summarize(c, runs);
     printf("\nreserve+release pair, sim backend, nothing else live\n");
     bench_print("relo_reserve + relo_release", "ns", relo_s);
     bench_print("glibc malloc + free (same sizes)", "ns", malloc_s);
+    bench_print("device lock alone (2 acquire + release)", "ns", lock_s);
     bench_ratio("ratio relo / malloc (medians)", relo_s.median / malloc_s.median, "none; context");
+    bench_ratio("share of the pair that is the lock (medians)", lock_s.median / relo_s.median, "none; context");
     printf("  %-44s %.1f ns   (target <= 100 ns)\n", "relo pair, median", relo_s.median);
     relo_stream_destroy(s);
     relo_device_destroy(dev);
@@ -192,5 +218,7 @@ int main(int argc, char **argv)
     free(sizes);
     free(a);
     free(b);
+    free(c);
+    relo__lock_destroy(&lock);
     return 0;
 }
