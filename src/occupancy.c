@@ -6,8 +6,6 @@
  */
 #include "occupancy.h"
 
-#include <stdlib.h>
-
 #include "hostmem.h"
 #include "pool.h"
 
@@ -150,10 +148,29 @@ uint32_t relo__occupancy_next_class(const relo_occupancy *occ, uint32_t from, bo
     return RELO_OCC_CLASSES;
 }
 
-static int by_index_desc(const void *a, const void *b)
+/* Restores the max-heap by position (page->index) below slot i of the
+ * first n pages of h. */
+static void sift_down_by_index(relo_page **h, uint32_t n, uint32_t i)
 {
-    const relo_page *x = *(relo_page *const *)a, *y = *(relo_page *const *)b;
-    return x->index < y->index ? 1 : (x->index > y->index ? -1 : 0);
+    relo_page *p = h[i];
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && h[c + 1]->index > h[c]->index) c++;
+        if (h[c]->index <= p->index) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = p;
+}
+
+relo_page *relo__page_list_pop(relo_page_list *list)
+{
+    if (list->count == 0) return NULL;
+    relo_page **h = list->pages, *top = h[0];
+    h[0] = h[--list->count];
+    if (list->count > 1) sift_down_by_index(h, list->count, 0);
+    return top;
 }
 
 void relo__page_list_free(relo_page_list *list)
@@ -192,18 +209,11 @@ bool relo__occupancy_empty_pages(relo_pool *pool, relo_page_list *out)
         if (p->guards == 0 && !p->pending && !p->fenced && !p->transfers) go[m++] = p;
     }
     /* Highest position first: each release moves the last page into the
-     * hole, and that page, higher than every page still to go, stays. A
-     * short list (the usual one) is sorted in place by insertion. */
-    if (m > RELO_PAGE_LIST_INLINE) {
-        qsort(go, m, sizeof *go, by_index_desc);
-    } else {
-        for (uint32_t i = 1; i < m; i++) {
-            relo_page *p = go[i];
-            uint32_t k = i;
-            for (; k > 0 && go[k - 1]->index < p->index; k--) go[k] = go[k - 1];
-            go[k] = p;
-        }
-    }
+     * hole, and that page, higher than every page still to go, stays, and
+     * the positions of those still to go do not change: the heap stays a
+     * heap while they go. A heap, not a sort: the threshold's trim usually
+     * takes a few pages of many, and building the heap costs one pass. */
+    for (uint32_t i = m / 2; i-- > 0;) sift_down_by_index(go, m, i);
     out->count = m;
     return true;
 }
@@ -212,8 +222,8 @@ int64_t relo__occupancy_release_empty(relo_pool *pool)
 {
     relo_page_list go;
     if (!relo__occupancy_empty_pages(pool, &go)) return -1;
-    for (uint32_t i = 0; i < go.count; i++) relo__pool_page_release(pool, go.pages[i]);
-    int64_t m = go.count;
+    int64_t m = 0;
+    for (relo_page *p; (p = relo__page_list_pop(&go)); m++) relo__pool_page_release(pool, p);
     relo__page_list_free(&go);
     return m;
 }

@@ -139,14 +139,21 @@ typedef struct relo_page_list {
 /** Frees a list's heap part, if any. */
 void relo__page_list_free(relo_page_list *list);
 
+/** Takes the page of the highest position (page->index) out of a list
+ *  that relo__occupancy_empty_pages filled (a max-heap by position), or
+ *  returns NULL when none is left. Giving each page back before the next
+ *  is taken leaves the positions of the rest as they were: a release
+ *  moves the last page, higher than all of them, into its hole. */
+relo_page *relo__page_list_pop(relo_page_list *list);
+
 /** Brings the empty list up to date (settling the touched pages whose
  *  emptiness changed, and only those), then lists the empty pages of a
- *  sliced pool that nothing
- *  holds (no guard, not pending, no fence, no transfer) in *out (free it
- *  with relo__page_list_free), highest position first: the order of a
- *  walk down every page, so that giving them back in it leaves each page
- *  that stays where that walk would. Returns false when host memory ran
- *  out (the list is empty then). */
+ *  sliced pool that nothing holds (no guard, not pending, no fence, no
+ *  transfer) in *out (free it with relo__page_list_free), to be taken
+ *  with relo__page_list_pop, highest position first: the order of a walk
+ *  down every page, so that giving them back in it leaves each page that
+ *  stays where that walk would. Returns false when host memory ran out
+ *  (the list is empty then). */
 bool relo__occupancy_empty_pages(struct relo_pool *pool, relo_page_list *out);
 
 /** As relo__occupancy_empty_pages, then gives back every empty page of

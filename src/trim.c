@@ -45,8 +45,8 @@ uint64_t relo__trim_pool(relo_device *d, relo_pool *pool, uint64_t keep, relo_bu
      * for the list ran out. */
     relo_page_list empty;
     if (relo__occupancy_empty_pages(pool, &empty)) {
-        for (uint32_t k = 0; k < empty.count && over(d, keep); k++)
-            relo__pool_page_collect(pool, empty.pages[k], batch);
+        for (relo_page *p; over(d, keep) && (p = relo__page_list_pop(&empty));)
+            relo__pool_page_collect(pool, p, batch);
         relo__page_list_free(&empty);
     } else {
         for (uint32_t i = pool->page_count; i-- > 0 && pool->bytes_empty && over(d, keep);) {

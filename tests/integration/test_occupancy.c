@@ -2,9 +2,10 @@
  * test_occupancy.c — the occupancy index of sliced pools (occupancy.h):
  * a reclaim looks at the pages it may empty, not at every page held; the
  * page it empties first is the one a walk over every page would choose
- * (fewest live bytes, lowest order among equals, at most 2/3 full); and
- * the index follows every change the pools make, as relo_device_check
- * verifies.
+ * (fewest live bytes, lowest order among equals, at most 2/3 full); a
+ * trim gives back the empty pages a walk down every page would, in its
+ * order; and the index follows every change the pools make, as
+ * relo_device_check verifies.
  *
  * Dense devices on the simulated backend, so thousands of pages cost no
  * bytes.
@@ -135,6 +136,72 @@ CHECK_TEST(trim_takes_empty_pages_from_the_index)
     expect_eq(v.after.allocations_moved, v.before.allocations_moved); /* a trim moves nothing */
     expect_ok(relo_device_check(x.d));
     dev_close(&x, h, FULL_N);
+}
+
+/* The fine pool's page that holds allocation h. */
+static relo_page *page_of(dev *x, relo_handle h)
+{
+    relo_binding b = {0};
+    if (relo_resolve(x->s, h, &b) != RELO_OK) return NULL;
+    relo_pool *pool = &x->s->layout.dense.pools[0];
+    for (uint32_t i = 0; i < pool->page_count; i++)
+        if (pool->pages[i]->buffer == b.buffer) return pool->pages[i];
+    return NULL;
+}
+
+/* Empties `empties` pages of the fine pool (every third from the start),
+ * then trims all but `stay` of them away: the pages given back, and where
+ * the others end up, must be those of a walk down every page (highest
+ * position first, each page given back replaced by the last). */
+static void trim_order_case(uint32_t empties, uint32_t stay)
+{
+    static relo_handle h[FULL_N];
+    static relo_page *want[4096];
+    dev x;
+    require_true(dev_open(&x, 0));
+    for (size_t i = 0; i < FULL_N; i++) require_ok(relo_reserve(x.s, 64 * KiB, &h[i]));
+    relo_pool *pool = &x.s->layout.dense.pools[0];
+    require_true(pool->page_count > 3 * empties && pool->page_count <= 4096);
+    for (size_t i = 0; i < FULL_N; i++) {
+        relo_page *p = page_of(&x, h[i]);
+        require_true(p != NULL);
+        if (p->index % 3 == 0 && p->index / 3 < empties) {
+            expect_ok(relo_release(x.d, h[i]));
+            h[i].id = 0;
+        }
+    }
+    /* The walk, on a copy of the page array. */
+    uint32_t n = pool->page_count, left = empties - stay;
+    uint64_t freed = 0;
+    for (uint32_t i = 0; i < n; i++) want[i] = pool->pages[i];
+    for (uint32_t i = n; i-- > 0 && left > 0;) {
+        if (want[i]->occupied) continue;
+        freed += want[i]->size;
+        want[i] = want[--n];
+        left--;
+    }
+    /* Keep what the device holds past live, less what the walk gives back. */
+    uint64_t excess = x.d->held.bytes_reserved - relo__trim_live(x.d);
+    uint64_t released = 0;
+    expect_ok(relo_trim(x.d, excess - freed, &released));
+    expect_eq(released, freed);
+    bool same = pool->page_count == n;
+    for (uint32_t i = 0; same && i < n; i++) same = pool->pages[i] == want[i];
+    expect_true(same);
+    if (!same) printf("  %u empty pages, %u to stay: not the walk's pages\n", empties, stay);
+    expect_ok(relo_device_check(x.d));
+    dev_close(&x, h, FULL_N);
+}
+
+/* A trim that takes some of many empty pages gives back the ones a walk
+ * down every page would, highest position first, and leaves the others
+ * where that walk would: with more empty pages than a short list holds
+ * (the index hands them out from a heap) and with fewer (a sorted list). */
+CHECK_TEST(trim_gives_back_the_highest_positions_first)
+{
+    trim_order_case(40, 25);
+    trim_order_case(40, 0);
+    trim_order_case(12, 5);
 }
 
 /* Notes the first allocation a pass moves. */
