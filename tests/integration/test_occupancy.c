@@ -195,8 +195,8 @@ static void trim_order_case(uint32_t empties, uint32_t stay)
 
 /* A trim that takes some of many empty pages gives back the ones a walk
  * down every page would, highest position first, and leaves the others
- * where that walk would: with more empty pages than a short list holds
- * (the index hands them out from a heap) and with fewer (a sorted list). */
+ * where that walk would: some of 40, all of 40, and some of 12 (more and
+ * fewer than a page list keeps in the caller's frame). */
 CHECK_TEST(trim_gives_back_the_highest_positions_first)
 {
     trim_order_case(40, 25);
