@@ -389,6 +389,20 @@ bool relo__slide_plan_page(struct relo_pass *pass, relo_page *page);
  */
 bool relo__slide_make_room(relo_device *device, relo_pool *pool, uint64_t length);
 
+/**
+ * For a request of length bytes the device refused a page for, in pool (a
+ * dense pool), when no page has that much free room: a page that would
+ * hold it once a few of its allocations moved to other pages' holes has
+ * them moved (the fewest bytes; one pass, all or nothing, the page fenced)
+ * and is then packed in place (relo__slide_make_room, unless the request
+ * fits already). Where no page's allocations fit the holes there are, a
+ * hole of the size that blocked them is first made the same way, for up
+ * to four such sizes. Nothing moves while relocation is not allowed.
+ * Returns whether anything moved. Device lock held; dropped while passes
+ * copy.
+ */
+bool relo__slide_make_room_evicting(relo_device *device, relo_pool *pool, uint64_t length);
+
 /* ---- the release threshold (trim.c) ----------------------------------------
  * The release threshold (relo_device_desc.release_threshold):
  * which empty pages stay cached with their pools for later reservations,

@@ -1,10 +1,16 @@
 /*
- * slide.c — packing a dense pool's pages in place (see slide.c). A page is
- * planned as a whole: each live allocation above a free slice gets a slide
- * to the end of the allocations below it, in address order, so the targets
- * tile the page's start and the free room ends up as one run at its end
- * when the pass commits (relo__pool_page_pack). The page is fenced while
- * the pass is open, so its free room serves nothing meanwhile.
+ * slide.c — packing a dense pool's pages in place (see relocation.h). A
+ * page is planned as a whole: each live allocation above a free slice gets
+ * a slide to the end of the allocations below it, in address order, so the
+ * targets tile the page's start and the free room ends up as one run at
+ * its end when the pass commits (relo__pool_page_pack). The page is fenced
+ * while the pass is open, so its free room serves nothing meanwhile.
+ *
+ * A page whose free room is short of a request even packed may first have
+ * a few allocations moved out into other pages' holes, in a pass of their
+ * own, before it is packed in another: a failed copy of either pass loses
+ * nothing, and a slide never overwrites bytes a move to another page has
+ * yet to copy.
  */
 #include <stdlib.h>
 
@@ -90,4 +96,176 @@ bool relo__slide_make_room(relo_device *d, relo_pool *pool, uint64_t length)
     }
     relo__free(c);
     return relo__pass_finish(&pass);
+}
+
+/* ---- moving a few allocations out first ------------------------------- */
+
+/* A page that would hold the request once some of its allocations moved to
+ * other pages and it were packed, and the bytes those moves copy. */
+typedef struct eviction {
+    relo_page *page;
+    uint64_t bytes;
+} eviction;
+
+static int by_evicted_bytes(const void *a, const void *b)
+{
+    const eviction *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? -1 : 1;
+    return x->page->order < y->page->order ? -1 : (x->page->order > y->page->order);
+}
+
+/* Pages one attempt tries, fewest bytes to move out first. */
+#define EVICT_TRIES 8u
+
+/* Sizes a chained attempt clears a hole for first, at most. */
+#define EVICT_CHAIN 4u
+
+/* Which live allocations of page (free room below length) to move out so
+ * that its free room reaches length: the smallest one that is enough
+ * alone, else the largest first until they are enough; only allocations no
+ * longer than hole, the largest free slice of another page. Writes them to
+ * out (room for page->live) and returns how many, with their lengths in
+ * *bytes; 0 when no choice is enough. */
+static uint32_t choose_evictions(relo_page *page, uint64_t length, uint64_t hole, relo_slice **out,
+                                 uint64_t *bytes)
+{
+    uint64_t deficit = length - (page->size - page->occupied_bytes);
+    relo_slice *single = NULL;
+    uint32_t n = 0;
+    for (relo_slice *sl = page->first; sl; sl = sl->next) {
+        if (sl->state != RELO_SLICE_LIVE || sl->length > hole) continue;
+        out[n++] = sl;
+        if (sl->length >= deficit && (!single || sl->length < single->length)) single = sl;
+    }
+    if (single) {
+        out[0] = single;
+        *bytes = single->length;
+        return 1;
+    }
+    /* Largest first; insertion sort, since only allocations no longer than
+     * a hole are here, and a page holds few that together cover a deficit
+     * none covers alone. */
+    for (uint32_t i = 1; i < n; i++)
+        for (uint32_t j = i; j > 0 && out[j]->length > out[j - 1]->length; j--) {
+            relo_slice *t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    uint64_t sum = 0;
+    uint32_t k = 0;
+    while (k < n && sum < deficit) sum += out[k++]->length;
+    *bytes = sum;
+    return sum >= deficit ? k : 0;
+}
+
+/* The smallest live allocation of page that covers its deficit for length
+ * alone (whether or not a hole takes it); 0 when none does. */
+static uint64_t covering_size(const relo_page *page, uint64_t length)
+{
+    uint64_t deficit = length - (page->size - page->occupied_bytes), best = 0;
+    for (const relo_slice *sl = page->first; sl; sl = sl->next)
+        if (sl->state == RELO_SLICE_LIVE && sl->length >= deficit && (!best || sl->length < best)) best = sl->length;
+    return best;
+}
+
+/* Adds size to the distinct sizes of block (*n of them, at most
+ * EVICT_CHAIN) when it is below length. */
+static void note_block(uint64_t *block, uint32_t *n, uint64_t size, uint64_t length)
+{
+    if (size == 0 || size >= length || *n == EVICT_CHAIN) return;
+    for (uint32_t k = 0; k < *n; k++)
+        if (block[k] == size) return;
+    block[(*n)++] = size;
+}
+
+/* One attempt of relo__slide_make_room_evicting; with chain, a failed one
+ * first clears holes for the sizes that blocked it, then tries again. */
+static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bool chain)
+{
+    relo__pass_settle(d);
+    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || pool->page_count < 2) return false;
+    /* The largest free slice of any page that serves, and the largest of
+     * any other page: where a page's allocations could go. */
+    uint64_t top = 0, second = 0;
+    const relo_page *top_page = NULL;
+    uint32_t most_live = 1;
+    for (uint32_t i = 0; i < pool->page_count; i++) {
+        relo_page *p = pool->pages[i];
+        if (!relo__page_serves(p)) continue;
+        if (p->live > most_live) most_live = p->live;
+        uint64_t largest = 0;
+        for (const relo_slice *sl = p->first; sl; sl = sl->next)
+            if (sl->state == RELO_SLICE_FREE && sl->length > largest) largest = sl->length;
+        if (largest > top) {
+            second = top;
+            top = largest;
+            top_page = p;
+        } else if (largest > second) {
+            second = largest;
+        }
+    }
+    eviction *c = relo__malloc(pool->page_count * sizeof *c);
+    relo_slice **chosen = relo__malloc(most_live * sizeof *chosen);
+    uint64_t block[EVICT_CHAIN];
+    uint32_t n = 0, blocks = 0;
+    bool moved = false;
+    if (!c || !chosen) goto done; /* planning needs memory: moving nothing is safe */
+    /* Candidates: pages that serve, whose every allocation may move, that
+     * are large enough for the request but lack the free room (those with
+     * enough were for relo__slide_make_room). */
+    for (uint32_t i = 0; i < pool->page_count; i++) {
+        relo_page *p = pool->pages[i];
+        if (!relo__page_serves(p) || p->pins || p->transfers || !relo__page_movable_bytes(p) || p->size < length ||
+            p->size - p->occupied_bytes >= length)
+            continue;
+        uint64_t bytes;
+        if (choose_evictions(p, length, p == top_page ? second : top, chosen, &bytes))
+            c[n++] = (eviction){p, bytes};
+        else if (chain)
+            note_block(block, &blocks, covering_size(p, length), length);
+    }
+    qsort(c, n, sizeof *c, by_evicted_bytes);
+    for (uint32_t i = 0; i < n && i < EVICT_TRIES; i++) {
+        relo_page *p = c[i].page;
+        uint64_t bytes;
+        uint32_t k = choose_evictions(p, length, p == top_page ? second : top, chosen, &bytes);
+        relo_pass pass;
+        relo__pass_begin(&pass, d, RELO_REASON_MEMORY_PRESSURE);
+        /* Fenced, the page takes none of its own allocations. */
+        bool planned = relo__pass_fence(&pass, p);
+        for (uint32_t j = 0; j < k && planned; j++)
+            planned = relo__pass_plan_slices(&pass, pool, chosen[j], chosen[j]->next, RELO_NEW_PAGE_NONE);
+        /* All or nothing: moving only some leaves the page short. */
+        if (!planned) relo__pass_drop_moves(&pass);
+        bool opened = pass.count > 0;
+        moved = relo__pass_finish(&pass) && planned;
+        /* A pass with moves dropped the lock: the candidates may be gone. */
+        if (opened || moved) break;
+    }
+done:
+    relo__free(chosen);
+    relo__free(c);
+    if (moved) {
+        /* The room the moves left joins the page's own once it is packed
+         * (unless the request fits already). */
+        if (!relo__free_index_find(&pool->free, length)) relo__slide_make_room(d, pool, length);
+        return true;
+    }
+    /* What kept the pages from their moves: allocations no hole takes.
+     * Clear a hole that size the same way, then try again. */
+    for (uint32_t k = 0; k < blocks; k++) {
+        bool made = false;
+        if (!relo__free_index_find(&pool->free, block[k])) {
+            if (!evict_make_room(d, pool, block[k], false)) continue;
+            made = true;
+        }
+        if (relo__free_index_find(&pool->free, length) || evict_make_room(d, pool, length, false)) return true;
+        moved |= made;
+    }
+    return moved;
+}
+
+bool relo__slide_make_room_evicting(relo_device *d, relo_pool *pool, uint64_t length)
+{
+    return evict_make_room(d, pool, length, true);
 }

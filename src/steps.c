@@ -87,7 +87,9 @@ RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64
      *    that allocation, then the request's (two moves deep);
      * 4. where no other page has the room, pack pages in place so their
      *    room joins up (slide.c), take it, or empty pages into the runs
-     *    that opened. */
+     *    that opened; where no page has the room even packed, move a few
+     *    allocations out of one page into other pages' holes first, then
+     *    pack it (two moves deep when no hole takes them). */
     uint64_t padded;
     if (!relo__pad_size(size, d->alignment, UINT64_MAX, &padded)) return st;
     if (relo__compact_make_room(d, room_pool, padded)) {
@@ -100,6 +102,7 @@ RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64
                 relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX) > 0)
                 st = retry(ctx);
         }
+        if (st == RELO_ERR_OUT_OF_MEMORY && relo__slide_make_room_evicting(d, room_pool, padded)) st = retry(ctx);
     }
     /* 5. Still refused, with the room in tails that rounding to the granule
      *    strands on pages too full for anything to move into: the
