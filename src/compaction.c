@@ -297,6 +297,7 @@ uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uin
 /* One window of a page: the slices from first up to end cover at least
  * the length asked for, and live_bytes of them would have to move. */
 typedef struct window {
+    relo_page *page;
     relo_slice *first;
     relo_slice *end;
     uint64_t live_bytes;
@@ -306,7 +307,7 @@ static int window_order(const void *a, const void *b)
 {
     const window *x = a, *y = b;
     if (x->live_bytes != y->live_bytes) return x->live_bytes < y->live_bytes ? -1 : 1;
-    return x->first->page->order < y->first->page->order ? -1 : (x->first->page->order > y->first->page->order);
+    return x->page->order < y->page->order ? -1 : (x->page->order > y->page->order);
 }
 
 /* The run of neighbouring slices of page, free or movable, that covers
@@ -331,7 +332,7 @@ static bool best_window(relo_page *page, uint64_t length, window *out)
             a = a->next;
         }
         if (span >= length && (!found || live < out->live_bytes)) {
-            *out = (window){a, b->next, live};
+            *out = (window){page, a, b->next, live};
             found = true;
         }
     }
@@ -369,12 +370,18 @@ bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
     relo__pass_begin(&pass, d, RELO_REASON_MEMORY_PRESSURE);
     bool planned = false;
     for (uint32_t i = 0; i < n && !planned; i++) {
-        relo_page *p = w[i].first->page;
+        relo_page *p = w[i].page;
         /* The moves land in the free room of the other pages only. */
         if (w[i].live_bytes > room - (p->size - p->occupied_bytes)) continue;
+        /* A plan that failed before this one carved other pages' free
+         * slices for its targets and merged them back when it gave them
+         * up: the slices this window was found on may be gone. Found
+         * again, it is the same run of the page. */
+        window now = {0};
+        if (!best_window(p, length, &now) || now.live_bytes == 0) continue;
         if (!relo__pass_fence(&pass, p)) break;
-        planned = relo__pass_plan_slices(&pass, pool, w[i].first, w[i].end, RELO_NEW_PAGE_NONE);
-        if (!planned && spill) planned = relo__pass_plan_slices(&pass, spill, w[i].first, w[i].end, RELO_NEW_PAGE_NONE);
+        planned = relo__pass_plan_slices(&pass, pool, now.first, now.end, RELO_NEW_PAGE_NONE);
+        if (!planned && spill) planned = relo__pass_plan_slices(&pass, spill, now.first, now.end, RELO_NEW_PAGE_NONE);
         if (!planned) relo__pass_unfence_last(&pass);
     }
     relo__free(w);
