@@ -73,6 +73,7 @@ typedef struct mock_ctx {
     size_t n_pending;
     uint64_t buffers_live;
     uint64_t bytes_held;
+    uint64_t capacity;              /* an alloc past this many bytes held is refused (0 = none) */
     uint64_t overlapping_copies;    /* copies whose source and target overlap
                                        (relo_backend.h forbids it): refused */
     bool destroyed;
@@ -130,6 +131,8 @@ static relo_status mock_alloc_(void *ctx, uint64_t size, void **buffer, uint64_t
     pthread_mutex_lock(&m->lock);
     if (mock_refused_(m, MOCK_ALLOC)) {
         r = m->refuse_with[MOCK_ALLOC] ? m->refuse_with[MOCK_ALLOC] : RELO_ERR_OUT_OF_MEMORY;
+    } else if (m->capacity && size > m->capacity - m->bytes_held) {
+        r = RELO_ERR_OUT_OF_MEMORY;
     } else {
         p = malloc((size_t)size);
         if (!p) r = RELO_ERR_OUT_OF_MEMORY;

@@ -12,10 +12,17 @@
  * library that stopped packing under pressure fails here instead of
  * passing with nothing to check.
  *
+ * The third case runs on the mock backend, whose copies land only at the
+ * wait, in the order enqueued, and which refuses a copy whose source and
+ * target overlap, as OpenCL does; now and then one copy of a pass is
+ * refused, so passes of every kind abandon part-way, and nothing may be
+ * lost.
+ *
  * RELO_SEED=n reproduces a run; RELO_TRACE=1 prints every operation.
  */
 #include "check.h"
 #include "fixture.h"
+#include "mock_backend.h"
 #include "shadow.h"
 
 /* A size from 1 to 60 KiB, small ones likelier, now and then up to
@@ -38,16 +45,27 @@ static void check_all(const shadow *m, fx *f)
 }
 
 /* ops operations on a device of capacity bytes; at least min_refused
- * refusals and min_moved allocations moved. */
-static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused, uint64_t min_moved)
+ * refusals and min_moved allocations moved. With m, on the mock backend,
+ * one copy in about every refuse_every reservations refused. */
+static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused, uint64_t min_moved, mock_ctx *mock,
+                int refuse_every)
 {
-    printf("  seed %llu, capacity %llu KiB\n", (unsigned long long)seed, (unsigned long long)(capacity / KiB));
+    printf("  seed %llu, capacity %llu KiB%s\n", (unsigned long long)seed, (unsigned long long)(capacity / KiB),
+           mock ? ", mock backend" : "");
     uint64_t rng = seed;
-    relo_host_desc hd = fx_host();
-    hd.capacity = capacity;
     relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
     fx f;
-    require_ok(fx_open(&f, &hd, &dd));
+    if (mock) {
+        relo_backend *b = NULL;
+        relo_backend_props props = {32, UINT64_C(128) << 20, capacity, 0};
+        require_ok(mock_backend_create(mock, &props, &b));
+        mock->capacity = capacity;
+        require_ok(fx_open_backend(&f, b, &dd));
+    } else {
+        relo_host_desc hd = fx_host();
+        hd.capacity = capacity;
+        require_ok(fx_open(&f, &hd, &dd));
+    }
     shadow m = {0};
     bool trace = getenv("RELO_TRACE") != NULL;
     uint64_t refused = 0;
@@ -60,6 +78,8 @@ static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused,
         if (m.n == 0) r = 0;
         if (r < 60) {
             uint64_t size = random_size(&rng);
+            if (mock && fx_rand(&rng) % (uint64_t)refuse_every == 0)
+                mock_refuse(mock, MOCK_COPY, 1 + fx_rand(&rng) % 8, false, 0);
             uint64_t moved = fx_dev_stats(f.dev).allocations_moved;
             relo_handle h = {0};
             relo_status st = relo_reserve(f.s, size, &h);
@@ -88,6 +108,11 @@ static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused,
     expect_ge(refused, min_refused);
     expect_ge(end.allocations_moved, min_moved);
     expect_eq(end.bytes_leaked, 0);
+    if (mock) {
+        /* The refusals were met: passes abandoned part-way. */
+        expect_ge(end.relocations_abandoned, 10);
+        expect_eq(mock->overlapping_copies, 0);
+    }
     while (m.n) shadow_release(&m, f.dev, m.n - 1);
     expect_ok(relo_reclaim_device(f.dev));
     expect_eq(fx_dev_stats(f.dev).pages, 0);
@@ -99,12 +124,20 @@ static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused,
  * zero a library that stopped packing under pressure gives. */
 CHECK_TEST(random_pressure_small_device)
 {
-    run(check_seed(), 4000, 1 * MiB, 100, 100);
+    run(check_seed(), 4000, 1 * MiB, 100, 100, NULL, 0);
 }
 
 CHECK_TEST(random_pressure_second_sequence)
 {
-    run(check_seed() ^ 0x9E3779B97F4A7C15u, 4000, 2 * MiB, 100, 100);
+    run(check_seed() ^ 0x9E3779B97F4A7C15u, 4000, 2 * MiB, 100, 100, NULL, 0);
+}
+
+CHECK_TEST(random_pressure_refused_copies_on_an_asynchronous_backend)
+{
+    mock_ctx *m = calloc(1, sizeof *m);
+    require_true(m != NULL);
+    run(check_seed() ^ 0xD1B54A32D192ED03u, 4000, 2 * MiB, 100, 100, m, 40);
+    free(m);
 }
 
 CHECK_MAIN()
