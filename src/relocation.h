@@ -395,11 +395,13 @@ bool relo__slide_make_room(relo_device *device, relo_pool *pool, uint64_t length
  * hold it once a few of its allocations moved to other pages' holes has
  * them moved (the fewest bytes; one pass, all or nothing, the page fenced)
  * and is then packed in place (relo__slide_make_room, unless the request
- * fits already). Where no page's allocations fit the holes there are, a
- * hole of the size that blocked them is first made the same way, for up
- * to four such sizes. Nothing moves while relocation is not allowed.
- * Returns whether anything moved. Device lock held; dropped while passes
- * copy.
+ * fits already). On a device of known capacity, what the holes do not
+ * take may go to one new page of what the device can still lend, in whole
+ * granules (less than the request needed). Where no page's allocations
+ * fit, a hole of the size that blocked them is first made the same way,
+ * for up to four such sizes. Nothing moves while relocation is not
+ * allowed. Returns whether anything moved. Device lock held; dropped while
+ * passes copy.
  */
 bool relo__slide_make_room_evicting(relo_device *device, relo_pool *pool, uint64_t length);
 

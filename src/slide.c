@@ -123,9 +123,9 @@ static int by_evicted_bytes(const void *a, const void *b)
 /* Which live allocations of page (free room below length) to move out so
  * that its free room reaches length: the smallest one that is enough
  * alone, else the largest first until they are enough; only allocations no
- * longer than hole, the largest free slice of another page. Writes them to
- * out (room for page->live) and returns how many, with their lengths in
- * *bytes; 0 when no choice is enough. */
+ * longer than hole, the most room one could go to (room_for). Writes them
+ * to out (room for page->live) and returns how many, with their lengths
+ * in *bytes; 0 when no choice is enough. */
 static uint32_t choose_evictions(relo_page *page, uint64_t length, uint64_t hole, relo_slice **out,
                                  uint64_t *bytes)
 {
@@ -178,6 +178,15 @@ static void note_block(uint64_t *block, uint32_t *n, uint64_t size, uint64_t len
     block[(*n)++] = size;
 }
 
+/* The longest allocation page could move out: the largest free slice of
+ * another page (top, on top_page, else second) or a new page of spare
+ * bytes. */
+static uint64_t room_for(const relo_page *page, const relo_page *top_page, uint64_t top, uint64_t second,
+                         uint64_t spare)
+{
+    return relo__max(page == top_page ? second : top, spare);
+}
+
 /* One attempt of relo__slide_make_room_evicting; with chain, a failed one
  * first clears holes for the sizes that blocked it, then tries again. */
 static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bool chain)
@@ -204,6 +213,14 @@ static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bo
             second = largest;
         }
     }
+    /* What a device of known capacity can still lend, in whole granules:
+     * the allocations moved out may also go to a new page of up to that
+     * size (the request, refused, needed a larger one). */
+    uint64_t spare = 0;
+    if (d->capacity) {
+        uint64_t lend = relo__sub_sat(d->capacity, d->held.bytes_reserved);
+        spare = lend - lend % relo__max(pool->granule, 1);
+    }
     eviction *c = relo__malloc(pool->page_count * sizeof *c);
     relo_slice **chosen = relo__malloc(most_live * sizeof *chosen);
     uint64_t block[EVICT_CHAIN];
@@ -219,7 +236,7 @@ static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bo
             p->size - p->occupied_bytes >= length)
             continue;
         uint64_t bytes;
-        if (choose_evictions(p, length, p == top_page ? second : top, chosen, &bytes))
+        if (choose_evictions(p, length, room_for(p, top_page, top, second, spare), chosen, &bytes))
             c[n++] = (eviction){p, bytes};
         else if (chain)
             note_block(block, &blocks, covering_size(p, length), length);
@@ -228,13 +245,19 @@ static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bo
     for (uint32_t i = 0; i < n && i < EVICT_TRIES; i++) {
         relo_page *p = c[i].page;
         uint64_t bytes;
-        uint32_t k = choose_evictions(p, length, p == top_page ? second : top, chosen, &bytes);
+        uint32_t k = choose_evictions(p, length, room_for(p, top_page, top, second, spare), chosen, &bytes);
         relo_pass pass;
         relo__pass_begin(&pass, d, RELO_REASON_MEMORY_PRESSURE);
         /* Fenced, the page takes none of its own allocations. */
         bool planned = relo__pass_fence(&pass, p);
-        for (uint32_t j = 0; j < k && planned; j++)
-            planned = relo__pass_plan_slices(&pass, pool, chosen[j], chosen[j]->next, RELO_NEW_PAGE_NONE);
+        /* Largest first, each into the best hole; where none is left, into
+         * one new page sized for it and those after it (rounded to the
+         * granule), which the device refuses beyond what it can lend. */
+        for (uint32_t j = 0; j < k && planned; j++) {
+            bytes -= chosen[j]->length;
+            planned = relo__pass_plan_run(&pass, pool, chosen[j], chosen[j]->next,
+                                          spare ? RELO_NEW_PAGE_EXACT : RELO_NEW_PAGE_NONE, bytes);
+        }
         /* All or nothing: moving only some leaves the page short. */
         if (!planned) relo__pass_drop_moves(&pass);
         bool opened = pass.count > 0;

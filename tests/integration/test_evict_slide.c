@@ -31,6 +31,14 @@
  * first the same way: S into R's 8 KiB hole, then Q's 22 and 24 slide down
  * (18 KiB free at Q's end); then B moves into it, P's Y and Z slide down
  * by 14 KiB, and the request takes P's last 24 KiB.
+ *
+ * Into a new page the device can still lend (last cases): on a device that
+ * charges 2 MiB granules and has 2 MiB left, two large-pool pages (MiB):
+ *   P  [A 1.25][B 1.25][C 1.5]        full
+ *   Q  [E 2.5][h 1.5]
+ * A request of 2.5 MiB needs a 4 MiB page. C fits Q's hole and A fits
+ * nowhere held, but a 2 MiB page, which the device can lend, takes it; B
+ * then slides down and the request takes P's last 2.75 MiB.
  */
 #include "check.h"
 #include "fixture.h"
@@ -360,6 +368,102 @@ CHECK_TEST(two_deep_without_relocation_the_same_request_is_refused)
     require_true(scene_open(&sc, &two_deep, RELO_RELOCATION_OFF));
     expect_refused_in_place(&sc);
     scene_close(&sc);
+}
+
+/* ---- into a new page the device can still lend ------------------------- */
+
+enum { PA, PB, PC, QE, LENT_COUNT };
+static const uint64_t lent_size[LENT_COUNT] = {1280 * KiB, 1280 * KiB, 1536 * KiB, 2560 * KiB};
+
+/* The two pages on a device of capacity bytes charging 2 MiB granules (the
+ * empty pages taken first are kept: no release threshold), patterns
+ * written. False when the layout is not the one the cases rely on. */
+static bool lent_open(fx *f, relo_handle *h, relo_binding *before, uint64_t capacity)
+{
+    relo_host_desc hd = fx_host();
+    hd.capacity = capacity;
+    hd.granule = 2 * MiB;
+    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+    if (fx_open(f, &hd, &dd) != RELO_OK) return false;
+    for (int i = 0; i < LENT_COUNT; i++) {
+        if (i == PA || i == QE) {
+            /* a 4 MiB page, empty, for what follows */
+            relo_handle page = fx_reserve(f->s, 4 * MiB);
+            if (!page.id || relo_release(f->dev, page) != RELO_OK) return false;
+        }
+        h[i] = fx_reserve(f->s, lent_size[i]);
+        if (!h[i].id || fx_write_pattern(f->dev, h[i], (uint64_t)i + 1, lent_size[i]) != RELO_OK) return false;
+        before[i] = fx_bind(f->s, h[i]);
+    }
+    relo_stats st = fx_stats(f->s);
+    return st.pages == 2 && st.bytes_reserved == 8 * MiB && before[PA].offset == 0 &&
+           before[PB].buffer == before[PA].buffer && before[PB].offset == 1280 * KiB &&
+           before[PC].buffer == before[PA].buffer && before[PC].offset == 2560 * KiB &&
+           before[QE].buffer != before[PA].buffer && before[QE].offset == 0;
+}
+
+/* Every pattern reads back, nothing overlaps, the invariants hold. */
+static void expect_lent_sound(fx *f, const relo_handle *h, relo_handle ask)
+{
+    relo_binding b[LENT_COUNT + 1];
+    for (int i = 0; i < LENT_COUNT; i++) {
+        expect_true(fx_check_pattern(f->dev, h[i], (uint64_t)i + 1, lent_size[i]));
+        b[i] = fx_bind(f->s, h[i]);
+    }
+    int n = LENT_COUNT;
+    if (ask.id) b[n++] = fx_bind(f->s, ask);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) expect_true(!fx_overlap(b[i], b[j]));
+    expect_ok(relo_device_check(f->dev));
+}
+
+CHECK_TEST(moved_out_allocations_take_a_new_page_the_device_can_still_lend)
+{
+    fx f;
+    relo_handle h[LENT_COUNT];
+    relo_binding before[LENT_COUNT];
+    require_true(lent_open(&f, h, before, 10 * MiB));
+    relo_handle ask = {0};
+    expect_ok(relo_reserve(f.s, 2560 * KiB, &ask));
+    relo_stats st = fx_stats(f.s);
+    expect_eq(st.pages, 3);
+    expect_eq(st.bytes_reserved, 10 * MiB);
+    /* C into Q's hole, A into the new page, B slid down. */
+    expect_eq(st.allocations_moved, 3);
+    expect_eq(st.bytes_moved, (1536 + 1280 + 1280) * KiB);
+    relo_binding a = fx_bind(f.s, h[PA]), b = fx_bind(f.s, h[PB]), c = fx_bind(f.s, h[PC]);
+    expect_true(c.buffer == before[QE].buffer);
+    expect_eq(c.offset, 2560 * KiB);
+    expect_true(a.buffer != before[PA].buffer && a.buffer != before[QE].buffer);
+    expect_true(b.buffer == before[PA].buffer);
+    expect_eq(b.offset, 0);
+    if (ask.id) {
+        relo_binding r = fx_bind(f.s, ask);
+        expect_true(r.buffer == before[PA].buffer);
+        expect_eq(r.offset, 1280 * KiB);
+    }
+    expect_lent_sound(&f, h, ask);
+    if (ask.id) expect_ok(relo_release(f.dev, ask));
+    fx_close_releasing(&f, h, LENT_COUNT);
+}
+
+CHECK_TEST(less_than_a_granule_left_takes_no_new_page)
+{
+    /* 1 MiB left: no page for A, so nothing moves and the request is
+     * refused. */
+    fx f;
+    relo_handle h[LENT_COUNT];
+    relo_binding before[LENT_COUNT];
+    require_true(lent_open(&f, h, before, 9 * MiB));
+    relo_handle ask = {0};
+    expect_status(relo_reserve(f.s, 2560 * KiB, &ask), RELO_ERR_OUT_OF_MEMORY);
+    relo_stats st = fx_stats(f.s);
+    expect_eq(st.pages, 2);
+    expect_eq(st.allocations_moved, 0);
+    for (int i = 0; i < LENT_COUNT; i++) expect_true(fx_same_place(before[i], fx_bind(f.s, h[i])));
+    expect_lent_sound(&f, h, (relo_handle){0});
+    fx_close_releasing(&f, h, LENT_COUNT);
 }
 
 CHECK_MAIN()
