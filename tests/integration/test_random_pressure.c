@@ -1,9 +1,10 @@
 /*
  * test_random_pressure.c — random reservations and releases on a dense
  * device that is nearly always full, so that almost every new page is
- * refused and every step of a refused page runs over and over (packing,
- * make-room one and two moves deep, slides, moving a few allocations out
- * before packing, merging tails), in every order the workload leads it to.
+ * refused and the steps of a refused page for the fine pool run over and
+ * over (packing, make-room one and two moves deep, slides, moving a few
+ * allocations out before packing), in whatever order the workload leads
+ * them to.
  *
  * Checked: after every refused reservation and every reservation that
  * moved anything, every live allocation holds its pattern, no two share a
@@ -45,8 +46,8 @@ static void check_all(const shadow *m, fx *f)
 }
 
 /* ops operations on a device of capacity bytes; at least min_refused
- * refusals and min_moved allocations moved. With m, on the mock backend,
- * one copy in about every refuse_every reservations refused. */
+ * refusals and min_moved allocations moved. With mock, on the mock
+ * backend, with one copy refused about every refuse_every reservations. */
 static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused, uint64_t min_moved, mock_ctx *mock,
                 int refuse_every)
 {
@@ -71,9 +72,9 @@ static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused,
     uint64_t refused = 0;
     int failures = check_failures_; /* stop at the first failure: its seed and operation say enough */
     for (int op = 0; op < ops && check_failures_ == failures; op++) {
-        /* Reservations outnumber releases while the device has room, and
-         * a refusal is followed by a few releases, so the device stays
-         * within a few allocations of full. */
+        /* Reservations outnumber releases 60 to 40: the device fills,
+         * then stays near full, refusing some reservations while releases
+         * make room for others. */
         uint64_t r = fx_rand(&rng) % 100;
         if (m.n == 0) r = 0;
         if (r < 60) {
