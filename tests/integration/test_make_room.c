@@ -20,10 +20,10 @@
  * is 3 KiB), so it gives both targets up: the second one's free merges
  * with the first and with what is left of F, and F's slice is unlinked.
  * Q's window must then be found again. The request is served in the end
- * (a later step moves P's three allocations out into the holes, which
- * opens 16 KiB at P's start); what the case checks is that nothing is
- * walked that is gone, and that every byte and every allocation is where
- * relo says.
+ * (the slide step packs the pages in place, one of R's allocations moves
+ * into the run that opens on Q, and R's end then has 19 KiB free); what
+ * the case checks is that nothing is walked that is gone, and that every
+ * byte and every allocation is where relo says.
  */
 #include "check.h"
 #include "fixture.h"
