@@ -13,6 +13,11 @@
  * library that stopped packing under pressure fails here instead of
  * passing with nothing to check.
  *
+ * The fourth case makes a third of the sizes 1 to 6 MiB on a device that
+ * charges 2 MiB granules, so the large pool's pages of their own sizes
+ * take part: tails merged, allocations moved out to a page the device can
+ * still lend.
+ *
  * The third case runs on the mock backend, whose copies land only at the
  * wait, in the order enqueued, and which refuses a copy whose source and
  * target overlap, as OpenCL does; now and then one copy of a pass is
@@ -28,10 +33,14 @@
 
 /* A size from 1 to 60 KiB, small ones likelier, now and then up to
  * 200 KiB: pages of the fine pool hold a few of the large ones, so what
- * strands between them is what packing has to win back. */
-static uint64_t random_size(uint64_t *rng)
+ * strands between them is what packing has to win back. With large, 1 in
+ * 3 is instead 1 to 6 MiB, for the large pool's pages of their own
+ * sizes (tails merged, allocations moved to a page the device can still
+ * lend). */
+static uint64_t random_size(uint64_t *rng, bool large)
 {
     uint64_t r = fx_rand(rng) % 100;
+    if (large && r < 33) return fx_range(rng, 1024, 6 * 1024) * KiB + fx_rand(rng) % 1024;
     if (r < 50) return fx_range(rng, 1, 8) * KiB + fx_rand(rng) % 1024;
     if (r < 92) return fx_range(rng, 8, 60) * KiB + fx_rand(rng) % 1024;
     return fx_range(rng, 60, 200) * KiB;
@@ -45,12 +54,22 @@ static void check_all(const shadow *m, fx *f)
     expect_ok(relo_device_check(f->dev));
 }
 
-/* ops operations on a device of capacity bytes; at least min_refused
- * refusals and min_moved allocations moved. With mock, on the mock
- * backend, with one copy refused about every refuse_every reservations. */
-static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused, uint64_t min_moved, mock_ctx *mock,
-                int refuse_every)
+/* How a run's device is made: on the mock backend (mock, with one copy
+ * refused about every refuse_every reservations) or the host backend
+ * charging granule bytes a buffer (0 = its default), and whether a third
+ * of the sizes are large (random_size). */
+typedef struct setup {
+    mock_ctx *mock;
+    int refuse_every;
+    uint64_t granule;
+    bool large;
+} setup;
+
+/* ops operations on a device of capacity bytes made as su says; at least
+ * min_refused refusals and min_moved allocations moved. */
+static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused, uint64_t min_moved, setup su)
 {
+    mock_ctx *mock = su.mock;
     printf("  seed %llu, capacity %llu KiB%s\n", (unsigned long long)seed, (unsigned long long)(capacity / KiB),
            mock ? ", mock backend" : "");
     uint64_t rng = seed;
@@ -65,6 +84,7 @@ static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused,
     } else {
         relo_host_desc hd = fx_host();
         hd.capacity = capacity;
+        hd.granule = su.granule;
         require_ok(fx_open(&f, &hd, &dd));
     }
     shadow m = {0};
@@ -78,8 +98,8 @@ static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused,
         uint64_t r = fx_rand(&rng) % 100;
         if (m.n == 0) r = 0;
         if (r < 60) {
-            uint64_t size = random_size(&rng);
-            if (mock && fx_rand(&rng) % (uint64_t)refuse_every == 0)
+            uint64_t size = random_size(&rng, su.large);
+            if (mock && fx_rand(&rng) % (uint64_t)su.refuse_every == 0)
                 mock_refuse(mock, MOCK_COPY, 1 + fx_rand(&rng) % 8, false, 0);
             uint64_t moved = fx_dev_stats(f.dev).allocations_moved;
             relo_handle h = {0};
@@ -125,20 +145,25 @@ static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused,
  * zero a library that stopped packing under pressure gives. */
 CHECK_TEST(random_pressure_small_device)
 {
-    run(check_seed(), 4000, 1 * MiB, 100, 100, NULL, 0);
+    run(check_seed(), 4000, 1 * MiB, 100, 100, (setup){0});
 }
 
 CHECK_TEST(random_pressure_second_sequence)
 {
-    run(check_seed() ^ 0x9E3779B97F4A7C15u, 4000, 2 * MiB, 100, 100, NULL, 0);
+    run(check_seed() ^ 0x9E3779B97F4A7C15u, 4000, 2 * MiB, 100, 100, (setup){0});
 }
 
 CHECK_TEST(random_pressure_refused_copies_on_an_asynchronous_backend)
 {
     mock_ctx *m = calloc(1, sizeof *m);
     require_true(m != NULL);
-    run(check_seed() ^ 0xD1B54A32D192ED03u, 4000, 2 * MiB, 100, 100, m, 40);
+    run(check_seed() ^ 0xD1B54A32D192ED03u, 4000, 2 * MiB, 100, 100, (setup){.mock = m, .refuse_every = 40});
     free(m);
+}
+
+CHECK_TEST(random_pressure_large_pages_on_granules)
+{
+    run(check_seed() ^ 0x2545F4914F6CDD1Du, 3000, 64 * MiB, 50, 50, (setup){.granule = 2 * MiB, .large = true});
 }
 
 CHECK_MAIN()
