@@ -15,8 +15,9 @@
  *
  * The fourth case makes a third of the sizes 1 to 6 MiB on a device that
  * charges 2 MiB granules, so the large pool's pages of their own sizes
- * take part: tails merged, allocations moved out to a page the device can
- * still lend.
+ * take part, and allocations are moved out to a page the device can still
+ * lend (merging tails, seeds tried say, is never what serves a request
+ * here).
  *
  * The third case runs on the mock backend, whose copies land only at the
  * wait, in the order enqueued, and which refuses a copy whose source and
@@ -35,8 +36,7 @@
  * 200 KiB: pages of the fine pool hold a few of the large ones, so what
  * strands between them is what packing has to win back. With large, 1 in
  * 3 is instead 1 to 6 MiB, for the large pool's pages of their own
- * sizes (tails merged, allocations moved to a page the device can still
- * lend). */
+ * sizes. */
 static uint64_t random_size(uint64_t *rng, bool large)
 {
     uint64_t r = fx_rand(rng) % 100;
