@@ -122,8 +122,7 @@ static int by_size_desc(const void *a, const void *b)
  * cost about 1,500 instructions a run where most runs hold a few. */
 #define PLAN_INSERTION_MAX 16u
 
-/* Sorts the slices of one page's run by size_before. */
-static void sort_by_size_desc(relo_slice **order, uint32_t n)
+void relo__slices_largest_first(relo_slice **order, uint32_t n)
 {
     if (n > PLAN_INSERTION_MAX) {
         qsort(order, n, sizeof *order, by_size_desc);
@@ -159,7 +158,7 @@ bool relo__pass_plan_run(relo_pass *plan, relo_pool *target, relo_slice *first, 
         if (live > 64 && !(order = relo__malloc(live * sizeof *order))) return false;
         for (relo_slice *sl = first; sl != end; sl = sl->next)
             if (sl->state == RELO_SLICE_LIVE) order[n++] = sl;
-        sort_by_size_desc(order, n);
+        relo__slices_largest_first(order, n);
     }
     bool ok = true;
     /* Allocations that need new pages of their own size share them: one

@@ -119,6 +119,11 @@ bool relo__pass_plan_slices(relo_pass *pass, relo_pool *target, struct relo_slic
 bool relo__pass_plan_run(relo_pass *pass, relo_pool *target, struct relo_slice *first,
                          const struct relo_slice *end, relo_new_page new_page, uint64_t after);
 
+/** Sorts n slices of one page larger size first, lower offset among
+ *  equals (a total order): the order in which a run's allocations pack
+ *  best into a best-fit pool's holes. */
+void relo__slices_largest_first(struct relo_slice **order, uint32_t n);
+
 /** Gives back every target planned in pass: nothing of it will move. */
 void relo__pass_drop_moves(relo_pass *pass);
 

@@ -17,8 +17,9 @@
 #include "hostmem.h"
 #include "relocation.h"
 
-/* What packing a page would cost and give: the bytes its slides would copy
- * and the free run it would have. */
+/* What packing a page would cost and give: the bytes its moves would copy
+ * (its slides; or the allocations moved out of it, below) and the free
+ * room it has. */
 typedef struct slide_candidate {
     relo_page *page;
     uint64_t copy_bytes;
@@ -100,20 +101,6 @@ bool relo__slide_make_room(relo_device *d, relo_pool *pool, uint64_t length)
 
 /* ---- moving a few allocations out first ------------------------------- */
 
-/* A page that would hold the request once some of its allocations moved to
- * other pages and it were packed, and the bytes those moves copy. */
-typedef struct eviction {
-    relo_page *page;
-    uint64_t bytes;
-} eviction;
-
-static int by_evicted_bytes(const void *a, const void *b)
-{
-    const eviction *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? -1 : 1;
-    return x->page->order < y->page->order ? -1 : (x->page->order > y->page->order);
-}
-
 /* Pages one attempt tries, fewest bytes to move out first. */
 #define EVICT_TRIES 8u
 
@@ -125,15 +112,20 @@ static int by_evicted_bytes(const void *a, const void *b)
  * alone, else the largest first until they are enough; only allocations no
  * longer than hole, the most room one could go to (room_for). Writes them
  * to out (room for page->live) and returns how many, with their lengths
- * in *bytes; 0 when no choice is enough. */
+ * in *bytes; 0 when no choice is enough. *cover gets the length of the
+ * smallest allocation that would be enough alone whether or not a hole
+ * takes it (0 when none would): what blocks the page when none is. */
 static uint32_t choose_evictions(relo_page *page, uint64_t length, uint64_t hole, relo_slice **out,
-                                 uint64_t *bytes)
+                                 uint64_t *bytes, uint64_t *cover)
 {
     uint64_t deficit = length - (page->size - page->occupied_bytes);
     relo_slice *single = NULL;
     uint32_t n = 0;
+    *cover = 0;
     for (relo_slice *sl = page->first; sl; sl = sl->next) {
-        if (sl->state != RELO_SLICE_LIVE || sl->length > hole) continue;
+        if (sl->state != RELO_SLICE_LIVE) continue;
+        if (sl->length >= deficit && (!*cover || sl->length < *cover)) *cover = sl->length;
+        if (sl->length > hole) continue;
         out[n++] = sl;
         if (sl->length >= deficit && (!single || sl->length < single->length)) single = sl;
     }
@@ -142,30 +134,12 @@ static uint32_t choose_evictions(relo_page *page, uint64_t length, uint64_t hole
         *bytes = single->length;
         return 1;
     }
-    /* Largest first; insertion sort, since only allocations no longer than
-     * a hole are here, and a page holds few that together cover a deficit
-     * none covers alone. */
-    for (uint32_t i = 1; i < n; i++)
-        for (uint32_t j = i; j > 0 && out[j]->length > out[j - 1]->length; j--) {
-            relo_slice *t = out[j];
-            out[j] = out[j - 1];
-            out[j - 1] = t;
-        }
+    relo__slices_largest_first(out, n);
     uint64_t sum = 0;
     uint32_t k = 0;
     while (k < n && sum < deficit) sum += out[k++]->length;
     *bytes = sum;
     return sum >= deficit ? k : 0;
-}
-
-/* The smallest live allocation of page that covers its deficit for length
- * alone (whether or not a hole takes it); 0 when none does. */
-static uint64_t covering_size(const relo_page *page, uint64_t length)
-{
-    uint64_t deficit = length - (page->size - page->occupied_bytes), best = 0;
-    for (const relo_slice *sl = page->first; sl; sl = sl->next)
-        if (sl->state == RELO_SLICE_LIVE && sl->length >= deficit && (!best || sl->length < best)) best = sl->length;
-    return best;
 }
 
 /* Adds size to the distinct sizes of block (*n of them, at most
@@ -221,7 +195,7 @@ static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bo
         uint64_t lend = relo__sub_sat(d->capacity, d->held.bytes_reserved);
         spare = lend - lend % relo__max(pool->granule, 1);
     }
-    eviction *c = relo__malloc(pool->page_count * sizeof *c);
+    slide_candidate *c = relo__malloc(pool->page_count * sizeof *c);
     relo_slice **chosen = relo__malloc(most_live * sizeof *chosen);
     uint64_t block[EVICT_CHAIN];
     uint32_t n = 0, blocks = 0;
@@ -235,17 +209,17 @@ static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bo
         if (!relo__page_serves(p) || p->pins || p->transfers || !relo__page_movable_bytes(p) || p->size < length ||
             p->size - p->occupied_bytes >= length)
             continue;
-        uint64_t bytes;
-        if (choose_evictions(p, length, room_for(p, top_page, top, second, spare), chosen, &bytes))
-            c[n++] = (eviction){p, bytes};
+        uint64_t bytes, cover;
+        if (choose_evictions(p, length, room_for(p, top_page, top, second, spare), chosen, &bytes, &cover))
+            c[n++] = (slide_candidate){p, bytes, p->size - p->occupied_bytes};
         else if (chain)
-            note_block(block, &blocks, covering_size(p, length), length);
+            note_block(block, &blocks, cover, length);
     }
-    qsort(c, n, sizeof *c, by_evicted_bytes);
+    qsort(c, n, sizeof *c, by_copy_bytes);
     for (uint32_t i = 0; i < n && i < EVICT_TRIES; i++) {
         relo_page *p = c[i].page;
-        uint64_t bytes;
-        uint32_t k = choose_evictions(p, length, room_for(p, top_page, top, second, spare), chosen, &bytes);
+        uint64_t bytes, cover;
+        uint32_t k = choose_evictions(p, length, room_for(p, top_page, top, second, spare), chosen, &bytes, &cover);
         relo_pass pass;
         relo__pass_begin(&pass, d, RELO_REASON_MEMORY_PRESSURE);
         /* Fenced, the page takes none of its own allocations. */
