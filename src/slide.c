@@ -218,6 +218,7 @@ static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bo
     qsort(c, n, sizeof *c, by_copy_bytes);
     for (uint32_t i = 0; i < n && i < EVICT_TRIES; i++) {
         relo_page *p = c[i].page;
+        /* chosen holds the last page looked at: choose again for this one. */
         uint64_t bytes, cover;
         uint32_t k = choose_evictions(p, length, room_for(p, top_page, top, second, spare), chosen, &bytes, &cover);
         relo_pass pass;
