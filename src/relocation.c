@@ -91,6 +91,18 @@ static bool plan_grow(relo_pass *plan)
     return true;
 }
 
+/* Appends a planned move (room made by plan_grow). The pass writes the
+ * allocation's handle slot when it opens and again when it commits; among
+ * a million live allocations that slot has long left the caches, and the
+ * open's loop over the moves would wait on one miss after another. Loaded
+ * now, each miss overlaps the planning of the moves after it. */
+static void add_move(relo_pass *plan, relo_slice *src, relo_slice *dst, uint64_t slide_to)
+{
+    RELO_PREFETCH_WRITE(relo__handle_slot(&plan->device->handles, src->slot));
+    plan->moves[plan->count++] = (relo_move){src, dst, slide_to, src->slot, RELO_FATE_PLANNED};
+    plan->bytes += src->size;
+}
+
 static void free_targets(relo_pass *plan, uint32_t from)
 {
     for (uint32_t i = from; i < plan->count; i++) {
@@ -180,8 +192,7 @@ bool relo__pass_plan_run(relo_pass *plan, relo_pool *target, relo_slice *first, 
             ok = false;
             break;
         }
-        plan->moves[plan->count++] = (relo_move){sl, dst, 0, sl->slot, RELO_FATE_PLANNED};
-        plan->bytes += sl->size;
+        add_move(plan, sl, dst, 0);
     }
     target->exact_hint = 0;
     if (order != stack) relo__free(order);
@@ -192,8 +203,7 @@ bool relo__pass_add_slide(relo_pass *plan, relo_slice *slice, uint64_t to)
 {
     RELO_ASSERT(plan->slides && slice->page->fenced && slice->state == RELO_SLICE_LIVE && to < slice->offset);
     if (!plan_grow(plan)) return false;
-    plan->moves[plan->count++] = (relo_move){slice, NULL, to, slice->slot, RELO_FATE_PLANNED};
-    plan->bytes += slice->size;
+    add_move(plan, slice, NULL, to);
     return true;
 }
 

@@ -40,6 +40,16 @@ static const int relo__debug = RELO_DEBUG_LEVEL;
 #define RELO_NOINLINE
 #endif
 
+/* Asks the core to start loading the cache line at p for a write soon, so
+ * that a miss overlaps the work before the write instead of stalling it.
+ * A hint only: p need not be valid, and nothing changes where it is not
+ * supported. */
+#if defined(__GNUC__) || defined(__clang__)
+#define RELO_PREFETCH_WRITE(p) __builtin_prefetch((p), 1)
+#else
+#define RELO_PREFETCH_WRITE(p) ((void)(p))
+#endif
+
 static inline uint64_t relo__min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static inline uint64_t relo__max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
