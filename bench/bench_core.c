@@ -9,7 +9,10 @@
  *    same rounds, what the pair's two calls spend on the device lock
  *    alone: two uncontended acquire + release pairs of relo's lock
  *    (lock.h), and its share of the pair. Allocators that take no lock
- *    (a VMA virtual block, OffsetAllocator) do not pay it.
+ *    (a VMA virtual block, OffsetAllocator) do not pay it. Back to back,
+ *    each acquire waits for the release just before it to drain, so where
+ *    the lock releases by store this is more than a real call pays, whose
+ *    store drains while relo works (docs/policy.md, session 20).
  * 2. Scaling: the same pairs with 1,000,000 allocations live versus 1,000
  *    live, in CPU time, the two devices alternating round by round, for
  *    the dense policy (the default) and the seed policy. Target: the
@@ -97,7 +100,7 @@ static double malloc_pairs(const uint64_t *sizes, size_t n)
 }
 
 /* ns per n rounds of what a reserve+release pair does with the device
- * lock: two uncontended acquire + release pairs. */
+ * lock: two uncontended acquire + release pairs, back to back. */
 static double lock_pairs(relo_lock *lock, size_t n)
 {
     uint64_t t0 = bench_now_ns();

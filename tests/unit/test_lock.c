@@ -2,8 +2,9 @@
  * test_lock.c — relo's own lock and condition wait (src/lock.h), the device
  * lock's parts, driven directly by threads: the lock keeps them out of each
  * other's critical sections, and a broadcast wakes every waiter without
- * losing one. The same cases pass with the futex lock and with the pthread
- * fallback (-DRELO_LOCK_FUTEX=0).
+ * losing one. Each case runs twice, on a lock released by store and on one
+ * released by exchange (lock.h), and the same cases pass with the pthread
+ * fallback (-DRELO_LOCK_FUTEX=0), where both are the same mutex.
  *
  * Labelled "stress" too, so the ThreadSanitizer build runs it: there the
  * shared counter is a plain variable the lock alone orders, so a broken
@@ -11,16 +12,28 @@
  * would hang; each waiting case sets an alarm, whose signal ends the
  * process, so it fails within a minute instead of at ctest's timeout.
  */
+#if !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE 1 /* syscall() */
+#endif
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "lock.h"
+
+#if RELO_LOCK_FUTEX
+#include <sys/syscall.h>
+#if defined(SYS_membarrier)
+#include <linux/membarrier.h>
+#endif
+#endif
 
 #define THREADS 4
 #define ITERS 50000
@@ -46,10 +59,12 @@ typedef struct shared {
     unsigned turn;             /* lock: whose round it is in the handoff */
 } shared;
 
-static void shared_init(shared *s)
+/* by_exchange: the lock is released by an exchange even where a store
+ * would do, so both releases are tested on a machine that offers both. */
+static void shared_init(shared *s, bool by_exchange)
 {
     memset(s, 0, sizeof *s);
-    require_true(relo__lock_init(&s->lock));
+    require_true(by_exchange ? relo__lock_init_exchange(&s->lock) : relo__lock_init(&s->lock));
     require_true(relo__cond_init(&s->cond));
     atomic_init(&s->inside, 0);
     atomic_init(&s->overlaps, 0);
@@ -86,10 +101,10 @@ static void *count_worker(void *arg)
 /* Mutual exclusion: THREADS threads (more than the machine's cores, so
  * some sleep in the kernel) each add ITERS under the lock; none is lost
  * and no two threads were ever inside together. */
-CHECK_TEST(lock_excludes_other_threads)
+static void excludes_other_threads(bool by_exchange)
 {
     static shared s;
-    shared_init(&s);
+    shared_init(&s, by_exchange);
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) require_eq(pthread_create(&t[i], NULL, count_worker, &s), 0);
     atomic_store(&s.start, true);
@@ -99,6 +114,10 @@ CHECK_TEST(lock_excludes_other_threads)
     expect_eq(overlaps, 0);
     shared_destroy(&s);
 }
+
+CHECK_TEST(lock_excludes_other_threads) { excludes_other_threads(false); }
+
+CHECK_TEST(lock_by_exchange_excludes_other_threads) { excludes_other_threads(true); }
 
 static void *wait_worker(void *arg)
 {
@@ -115,10 +134,10 @@ static void *wait_worker(void *arg)
  * returns holding the lock (its count is exact). The waiters are given
  * time to fall asleep first, so the wake, not the sequence check, is what
  * the case tests. */
-CHECK_TEST(broadcast_wakes_every_waiter)
+static void wakes_every_waiter(bool by_exchange)
 {
     static shared s;
-    shared_init(&s);
+    shared_init(&s, by_exchange);
     alarm(ALARM_SECONDS);
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) require_eq(pthread_create(&t[i], NULL, wait_worker, &s), 0);
@@ -140,6 +159,10 @@ CHECK_TEST(broadcast_wakes_every_waiter)
     expect_eq(s.woke, THREADS);
     shared_destroy(&s);
 }
+
+CHECK_TEST(broadcast_wakes_every_waiter) { wakes_every_waiter(false); }
+
+CHECK_TEST(broadcast_wakes_every_waiter_by_exchange) { wakes_every_waiter(true); }
 
 typedef struct player {
     shared *s;
@@ -165,10 +188,10 @@ static void *handoff_worker(void *arg)
 /* Two threads hand a turn back and forth, each waiting for the other's
  * broadcast: every round races a wait against a broadcast, and one lost
  * wake-up would stop both (the alarm then fails the case). */
-CHECK_TEST(handoff_loses_no_wakeup)
+static void handoff(bool by_exchange)
 {
     static shared s;
-    shared_init(&s);
+    shared_init(&s, by_exchange);
     alarm(ALARM_SECONDS);
     player p[2] = {{&s, 0}, {&s, 1}};
     pthread_t t[2];
@@ -177,6 +200,62 @@ CHECK_TEST(handoff_loses_no_wakeup)
     alarm(0);
     expect_eq(s.counter, 2u * HANDOFF_ROUNDS);
     shared_destroy(&s);
+}
+
+CHECK_TEST(handoff_loses_no_wakeup) { handoff(false); }
+
+CHECK_TEST(handoff_by_exchange_loses_no_wakeup) { handoff(true); }
+
+/* A child after fork makes its own locks and threads: threads contending
+ * there sleep and wake as in the parent (lock.c registers the child for
+ * the barrier again should the kernel have dropped the parent's). The
+ * child reports by its exit status; a lost wake-up would hang it until
+ * the alarm ends it. */
+CHECK_TEST(lock_works_in_a_child_after_fork)
+{
+    static shared warm;
+    shared_init(&warm, false); /* the parent has made a lock before forking */
+    shared_destroy(&warm);
+    pid_t child = fork();
+    require_true(child >= 0);
+    if (child == 0) {
+        alarm(ALARM_SECONDS);
+        static shared s;
+        if (!relo__lock_init(&s.lock)) _exit(3);
+        pthread_t t[THREADS];
+        for (int i = 0; i < THREADS; i++)
+            if (pthread_create(&t[i], NULL, count_worker, &s) != 0) _exit(4);
+        atomic_store(&s.start, true);
+        for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+        _exit(s.counter == (uint64_t)THREADS * ITERS && atomic_load(&s.overlaps) == 0 ? 0 : 5);
+    }
+    int status = 0;
+    require_eq(waitpid(child, &status, 0), child);
+    expect_true(WIFEXITED(status));
+    expect_eq(WEXITSTATUS(status), 0);
+}
+
+/* Where the kernel offers membarrier's private expedited barrier, relo's
+ * locks release by store (a locked instruction fewer a call); where it
+ * does not, or on the pthread fallback, the case is skipped. */
+CHECK_TEST(lock_releases_by_store_where_the_kernel_offers_the_barrier)
+{
+#if RELO_LOCK_FUTEX && defined(SYS_membarrier)
+    long offered = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (offered <= 0 || !(offered & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+        check_skip("the kernel offers no private expedited membarrier");
+    relo_lock lock, exchanged;
+    require_true(relo__lock_init(&lock));
+    require_true(relo__lock_init_exchange(&exchanged));
+    expect_true(relo__lock_releases_by_store(&lock));
+    expect_true(!relo__lock_releases_by_store(&exchanged));
+    relo__lock_acquire(&lock);
+    relo__lock_release(&lock);
+    relo__lock_destroy(&exchanged);
+    relo__lock_destroy(&lock);
+#else
+    check_skip("built without the futex lock, or without membarrier");
+#endif
 }
 
 CHECK_MAIN()
