@@ -78,8 +78,9 @@ static void find_barrier(void)
 
 /* Makes every running thread of the process execute a full memory
  * barrier before it returns (a thread not running passes one when it is
- * next scheduled). False where it could not: a child after fork has lost
- * its parent's registration and is registered again first. */
+ * next scheduled). False where it could not, even after registering the
+ * process again (a kernel that dropped the registration, say across a
+ * fork). */
 static bool barrier_on_every_thread(void)
 {
 #if defined(SYS_membarrier)

@@ -33,9 +33,10 @@
  * refuses the call; found once per process) the lock is the classic
  * three-state futex mutex instead: 2 means held and a sleeper may wait, a
  * release exchanges 0 in and wakes one sleeper when it found 2. Should the
- * barrier fail later (a child after fork, whose registration is gone, is
- * registered again first), the sleeper sleeps a millisecond at a time
- * instead of until woken, so a missed wake delays it and never hangs it.
+ * barrier fail later (the process is registered again first, in case a
+ * kernel dropped the registration, say in a child after fork: the kernels
+ * measured keep it), the sleeper sleeps a millisecond at a time instead
+ * of until woken, so a missed wake delays it and never hangs it.
  *
  * The condition wait is a sequence counter: a waiter notes it, releases
  * the lock and sleeps while the counter still reads what it noted; a
