@@ -70,7 +70,7 @@ static bool register_barrier(void)
 
 static void find_barrier(void)
 {
-#if defined(SYS_membarrier)
+#if defined(SYS_membarrier) && RELO_LOCK_BY_STORE
     long offered = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
     barrier_ready = offered > 0 && (offered & MEMBARRIER_CMD_PRIVATE_EXPEDITED) && register_barrier();
 #endif

@@ -38,6 +38,11 @@
  * measured keep it), the sleeper sleeps a millisecond at a time instead
  * of until woken, so a missed wake delays it and never hangs it.
  *
+ * The barrier's price: each time a thread goes to sleep on a lock, every
+ * CPU then running a thread of the process takes an interrupt. Where many
+ * threads contend for one device, define RELO_LOCK_BY_STORE to 0 on the
+ * compiler's command line to build the exchange-released mutex only.
+ *
  * The condition wait is a sequence counter: a waiter notes it, releases
  * the lock and sleeps while the counter still reads what it noted; a
  * broadcast bumps it and wakes every sleeper. Elsewhere (RELO_LOCK_FUTEX
@@ -54,6 +59,10 @@
 #define RELO_LOCK_H
 
 #include <stdbool.h>
+
+#ifndef RELO_LOCK_BY_STORE
+#define RELO_LOCK_BY_STORE 1
+#endif
 
 #ifndef RELO_LOCK_FUTEX
 #if defined(__linux__)

@@ -237,10 +237,11 @@ CHECK_TEST(lock_works_in_a_child_after_fork)
 
 /* Where the kernel offers membarrier's private expedited barrier, relo's
  * locks release by store (a locked instruction fewer a call); where it
- * does not, or on the pthread fallback, the case is skipped. */
+ * does not, on the pthread fallback, or built with RELO_LOCK_BY_STORE 0,
+ * the case is skipped. */
 CHECK_TEST(lock_releases_by_store_where_the_kernel_offers_the_barrier)
 {
-#if RELO_LOCK_FUTEX && defined(SYS_membarrier)
+#if RELO_LOCK_FUTEX && RELO_LOCK_BY_STORE && defined(SYS_membarrier)
     long offered = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
     if (offered <= 0 || !(offered & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
         check_skip("the kernel offers no private expedited membarrier");
@@ -254,7 +255,7 @@ CHECK_TEST(lock_releases_by_store_where_the_kernel_offers_the_barrier)
     relo__lock_destroy(&exchanged);
     relo__lock_destroy(&lock);
 #else
-    check_skip("built without the futex lock, or without membarrier");
+    check_skip("built without the futex lock, without release by store, or without membarrier");
 #endif
 }
 
