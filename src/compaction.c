@@ -392,6 +392,14 @@ bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
  * the windows with the fewest live bytes, at most this many. */
 #define CHAIN_SIZES 4u
 
+void relo__note_blocking_size(uint64_t *sizes, uint32_t *n, uint32_t cap, uint64_t size, uint64_t length)
+{
+    if (size == 0 || size >= length || *n == cap) return;
+    for (uint32_t k = 0; k < *n; k++)
+        if (sizes[k] == size) return;
+    sizes[(*n)++] = size;
+}
+
 bool relo__compact_make_room_chained(relo_device *d, relo_pool *pool, uint64_t length)
 {
     relo__pass_settle(d);
@@ -409,9 +417,7 @@ bool relo__compact_make_room_chained(relo_device *d, relo_pool *pool, uint64_t l
         uint64_t largest = 0;
         for (relo_slice *s = w[i].first; s != w[i].end; s = s->next)
             if (s->state == RELO_SLICE_LIVE && s->length > largest) largest = s->length;
-        bool seen = largest == 0 || largest >= length;
-        for (uint32_t k = 0; k < count && !seen; k++) seen = sizes[k] == largest;
-        if (!seen) sizes[count++] = largest;
+        relo__note_blocking_size(sizes, &count, CHAIN_SIZES, largest, length);
     }
     relo__free(w);
     bool moved = false;

@@ -341,6 +341,12 @@ bool relo__compact_make_room(relo_device *device, relo_pool *pool, uint64_t leng
  */
 bool relo__compact_make_room_chained(relo_device *device, relo_pool *pool, uint64_t length);
 
+/** Notes size among the sizes a chained make-room clears a hole for first
+ *  (sizes[0 .. *n), distinct, at most cap): not when it is 0, at least
+ *  length (no smaller hole helps the request), already noted, or the list
+ *  is full. */
+void relo__note_blocking_size(uint64_t *sizes, uint32_t *n, uint32_t cap, uint64_t size, uint64_t length);
+
 /**
  * Gives back a granule or more of the tails that rounding strands, for a
  * request the device refused a page for: a page of a variable-page pool

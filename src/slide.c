@@ -142,16 +142,6 @@ static uint32_t choose_evictions(relo_page *page, uint64_t length, uint64_t hole
     return sum >= deficit ? k : 0;
 }
 
-/* Adds size to the distinct sizes of block (*n of them, at most
- * EVICT_CHAIN) when it is below length. */
-static void note_block(uint64_t *block, uint32_t *n, uint64_t size, uint64_t length)
-{
-    if (size == 0 || size >= length || *n == EVICT_CHAIN) return;
-    for (uint32_t k = 0; k < *n; k++)
-        if (block[k] == size) return;
-    block[(*n)++] = size;
-}
-
 /* The longest allocation page could move out: the largest free slice of
  * another page (top, on top_page, else second) or a new page of spare
  * bytes. */
@@ -213,7 +203,7 @@ static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bo
         if (choose_evictions(p, length, room_for(p, top_page, top, second, spare), chosen, &bytes, &cover))
             c[n++] = (slide_candidate){p, bytes, p->size - p->occupied_bytes};
         else if (chain)
-            note_block(block, &blocks, cover, length);
+            relo__note_blocking_size(block, &blocks, EVICT_CHAIN, cover, length);
     }
     qsort(c, n, sizeof *c, by_copy_bytes);
     for (uint32_t i = 0; i < n && i < EVICT_TRIES; i++) {
