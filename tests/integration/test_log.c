@@ -1,0 +1,164 @@
+/*
+ * test_log.c — the log contract of relo.h: the callback in the device desc
+ * runs without the device lock, so it may call relo (here relo_device_stats,
+ * relo_stream_stats, relo_resolve, relo_retain and relo_release on the
+ * device that logged); and relo prints nothing of its own: with no callback
+ * a relocation the device abandons writes nothing to stdout or stderr.
+ *
+ * The line comes from a relocation abandoned because the device's wait
+ * fails (the host backend's fault injection), which relo logs as a warning.
+ * Were the callback run with the lock held, its first call would wait for
+ * that lock forever: an alarm turns such a hang into a failure.
+ */
+#include <signal.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "fixture.h"
+
+/* Seconds the whole case may take before the alarm calls it a deadlock. */
+#define LOG_DEADLINE_S 20u
+
+/* What the callback saw, and the objects it calls relo on. */
+static struct {
+    relo_device *dev;
+    relo_stream *s;
+    relo_handle h;
+    int lines;
+    int abandoned_lines;
+    int calls_ok;      /* callbacks whose every relo call succeeded */
+    uint64_t abandoned; /* relocations_abandoned as the callback read it */
+} seen;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL: a relo call made from the log callback never returned "
+                              "(the callback ran with the device lock held)\n";
+    ssize_t n = write(STDOUT_FILENO, msg, sizeof msg - 1);
+    (void)n;
+    _exit(1);
+}
+
+/* Calls relo on the device that logged: each call takes the device lock. */
+static void log_calls_relo(void *user, relo_log_level level, const char *message)
+{
+    (void)user;
+    seen.lines++;
+    if (level == RELO_LOG_WARN && strstr(message, "abandoned")) seen.abandoned_lines++;
+    relo_stats dev, st;
+    relo_binding b;
+    bool ok = relo_device_stats(seen.dev, &dev) == RELO_OK;
+    ok = relo_stream_stats(seen.s, &st) == RELO_OK && ok;
+    ok = relo_resolve(seen.s, seen.h, &b) == RELO_OK && b.size == 1 * MiB && ok;
+    ok = relo_retain(seen.dev, seen.h) == RELO_OK && ok;
+    ok = relo_release(seen.dev, seen.h) == RELO_OK && ok;
+    if (ok) seen.calls_ok++;
+    seen.abandoned = dev.relocations_abandoned;
+}
+
+/* A device of the seed policy whose stream holds one 1 MiB allocation on
+ * an outdated page (a 20 MiB request grew the arena past it), so that
+ * relo_reclaim relocates it; the device's wait then fails, and the
+ * relocation is abandoned. */
+static void abandon_a_relocation(fx *f, relo_handle *keep)
+{
+    *keep = fx_reserve(f->s, 1 * MiB);
+    seen.h = *keep;
+    relo_handle grow = fx_reserve(f->s, 20 * MiB);
+    require_true(keep->id && grow.id);
+    expect_ok(fx_write_pattern(f->dev, *keep, 7, 1 * MiB));
+    expect_ok(relo_release(f->dev, grow));
+    require_eq(fx_stats(f->s).outdated_pages, 1);
+    relo_host_desc faults;
+    memset(&faults, 0, sizeof faults);
+    faults.fail_wait_device = true;
+    require_ok(relo_backend_host_set_faults(f->backend, &faults));
+    expect_ok(relo_reclaim(f->s));
+    expect_eq(fx_dev_stats(f->dev).relocations_abandoned, 1);
+    memset(&faults, 0, sizeof faults);
+    expect_ok(relo_backend_host_set_faults(f->backend, &faults));
+}
+
+CHECK_TEST(callback_may_call_relo)
+{
+    signal(SIGALRM, on_alarm);
+    alarm(LOG_DEADLINE_S);
+    memset(&seen, 0, sizeof seen);
+    relo_device_desc desc = fx_desc(RELO_POLICY_SEED);
+    desc.log = log_calls_relo;
+    fx f;
+    require_ok(fx_open(&f, NULL, &desc));
+    seen.dev = f.dev;
+    seen.s = f.s;
+    relo_handle keep;
+    abandon_a_relocation(&f, &keep);
+    alarm(0);
+
+    expect_eq(seen.lines, 1);
+    expect_eq(seen.abandoned_lines, 1);
+    expect_eq(seen.calls_ok, 1);
+    expect_eq(seen.abandoned, 1); /* the stats the callback read were current */
+    expect_true(fx_check_pattern(f.dev, keep, 7, 1 * MiB));
+    expect_ok(relo_device_check(f.dev));
+    expect_ok(relo_release(f.dev, keep));
+    fx_close(&f);
+}
+
+/* Bytes written to the file open at fd. */
+static long bytes_written(int fd)
+{
+    return (long)lseek(fd, 0, SEEK_END);
+}
+
+CHECK_TEST(nothing_printed_without_a_callback)
+{
+    /* fx_open gives every device a sink; this one has none. */
+    relo_host_desc hd = fx_host();
+    relo_backend *b = NULL;
+    require_ok(relo_backend_host_create(&hd, &b));
+    relo_device_desc desc = fx_desc(RELO_POLICY_SEED);
+    fx f;
+    memset(&f, 0, sizeof f);
+    f.backend = b;
+    require_ok(relo_device_create(&desc, b, &f.dev));
+    require_ok(relo_stream_create(f.dev, NULL, &f.s));
+
+    FILE *out = tmpfile();
+    require_true(out != NULL);
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
+    require_true(saved_out >= 0 && saved_err >= 0);
+    dup2(fileno(out), STDOUT_FILENO);
+    dup2(fileno(out), STDERR_FILENO);
+    relo_handle keep = fx_reserve(f.s, 1 * MiB);
+    relo_handle grow = fx_reserve(f.s, 20 * MiB);
+    relo_status released = relo_release(f.dev, grow);
+    relo_host_desc faults;
+    memset(&faults, 0, sizeof faults);
+    faults.fail_wait_device = true;
+    relo_status set = relo_backend_host_set_faults(b, &faults);
+    relo_status reclaimed = relo_reclaim(f.s);
+    relo_stats st = fx_dev_stats(f.dev);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, STDOUT_FILENO);
+    dup2(saved_err, STDERR_FILENO);
+    close(saved_out);
+    close(saved_err);
+
+    expect_true(keep.id != 0 && grow.id != 0);
+    expect_ok(released);
+    expect_ok(set);
+    expect_ok(reclaimed);
+    expect_eq(st.relocations_abandoned, 1);
+    expect_eq(bytes_written(fileno(out)), 0);
+    fclose(out);
+    memset(&faults, 0, sizeof faults);
+    expect_ok(relo_backend_host_set_faults(b, &faults));
+    expect_ok(relo_release(f.dev, keep));
+    fx_close(&f);
+}
+
+CHECK_MAIN()
