@@ -28,7 +28,10 @@ cannot be written, 2 for bad usage.
 
 The pickle is read with an Unpickler that refuses every class, so a
 snapshot can never run code: only dicts, lists, strings and numbers load.
-Standard library only.
+Text that comes from outside (the file name, --workload) is written into
+the header with every character that is not printable escaped (a newline
+becomes \\x0a), so no name can add a line to the trace or send a control
+sequence to a terminal. Standard library only.
 """
 import argparse
 import gzip
@@ -44,6 +47,22 @@ class DataOnlyUnpickler(pickle.Unpickler):
     def find_class(self, module, name):
         raise pickle.UnpicklingError(
             "refusing to load %s.%s: snapshots hold plain data only" % (module, name))
+
+
+def printable(text):
+    """text with every character that is not printable escaped (\\xHH,
+    \\uHHHH, \\UHHHHHHHH), so it stays on one line and moves no terminal."""
+    out = []
+    for c in text:
+        if c.isprintable():
+            out.append(c)
+        elif ord(c) < 0x100:
+            out.append("\\x%02x" % ord(c))
+        elif ord(c) < 0x10000:
+            out.append("\\u%04x" % ord(c))
+        else:
+            out.append("\\U%08x" % ord(c))
+    return "".join(out)
 
 
 def load_snapshot(path):
@@ -136,8 +155,8 @@ def device_path(output, device):
 
 def write_trace(out, lines, stats, workload, source):
     out.write("# relo-trace 1\n")
-    out.write("# workload: %s\n" % workload)
-    out.write("# source: %s\n" % source)
+    out.write("# workload: %s\n" % printable(workload))
+    out.write("# source: %s\n" % printable(source))
     for key in ("events", "peak_live_bytes", "total_allocated_bytes", "max_alloc_bytes"):
         out.write("# %s: %d\n" % (key, stats[key]))
     out.write("# skipped_frees: %d (blocks allocated before the snapshot's trace began)\n"
@@ -148,14 +167,19 @@ def write_trace(out, lines, stats, workload, source):
 
 def write_file(path, lines, stats, workload, source):
     if path and path.endswith(".gz"):
-        with gzip.open(path, "wt") as out:
+        with gzip.open(path, "wt", encoding="utf-8") as out:
             write_trace(out, lines, stats, workload, source)
     elif path:
-        with open(path, "w") as out:
+        with open(path, "w", encoding="utf-8") as out:
             write_trace(out, lines, stats, workload, source)
     else:
         write_trace(sys.stdout, lines, stats, workload, source)
         sys.stdout.flush()
+
+
+def say(*parts):
+    """Prints a message on standard error, each part made printable."""
+    print(": ".join(printable(str(p)) for p in parts), file=sys.stderr)
 
 
 def main(argv=None):
@@ -182,16 +206,15 @@ def main(argv=None):
             if lines:
                 converted.append((d, lines, stats))
     except (OSError, ValueError, pickle.UnpicklingError, EOFError) as e:
-        print("%s: %s" % (args.snapshot, e), file=sys.stderr)
+        say(args.snapshot, e)
         return 1
     if not converted:
         where = "device %d" % args.device if args.device is not None else "device_traces"
-        print("%s: no alloc events in %s" % (args.snapshot, where), file=sys.stderr)
+        say(args.snapshot, "no alloc events in %s" % where)
         return 1
     if len(converted) > 1 and not args.output:
-        print("%s: events on devices %s: choose one with --device N, or give -o OUT to write one "
-              "trace per device" % (args.snapshot, ", ".join(str(d) for d, _, _ in converted)),
-              file=sys.stderr)
+        say(args.snapshot, "events on devices %s: choose one with --device N, or give -o OUT to write "
+            "one trace per device" % ", ".join(str(d) for d, _, _ in converted))
         return 2
     base = os.path.basename(args.snapshot)
     workload = args.workload or base.split(".")[0]
@@ -205,10 +228,10 @@ def main(argv=None):
             write_file(path, lines, stats, workload if len(converted) == 1 else "%s-dev%d" % (workload, d),
                        source)
         except OSError as e:
-            print("%s: cannot write: %s" % (path or "standard output", e.strerror or e), file=sys.stderr)
+            say(path or "standard output", "cannot write", e.strerror or e)
             return 1
         if len(converted) > 1:
-            print("%s: device %d: %d events" % (path, d, stats["events"]), file=sys.stderr)
+            say(path, "device %d" % d, "%d events" % stats["events"])
     return 0
 
 

@@ -131,6 +131,25 @@ def main():
         if "event 1: alloc of 0x1000, which is still live (allocated at event 0)" not in r.stderr:
             failures.append("double alloc reported as %r" % r.stderr)
 
+        # A name with a newline or an escape in it adds no line to the trace
+        # and sends no control sequence to the terminal: the header and the
+        # messages escape what is not printable.
+        sneaky = os.path.join(tmp, "innocent.\na 424242 987654321\n#\x1b[2J.pickle")
+        with open(sneaky, "wb") as f:
+            pickle.dump(SNAPSHOT, f)
+        r = run([sneaky, "--workload", "w\nf 1\r\x1b]0;t\x07"])
+        events = [l for l in r.stdout.split("\n") if l and not l.startswith("#")]
+        if r.returncode != 0 or events != EXPECTED_EVENTS or any(
+                c in r.stdout.replace("\n", "") for c in "\r\x1b\x07"):
+            failures.append("a name with control characters changed the trace: %r" % r.stdout)
+        elif "innocent.\\x0aa 424242 987654321\\x0a#\\x1b[2J.pickle" not in r.stdout:
+            failures.append("the escaped name is not in the header: %r" % r.stdout)
+        with open(sneaky, "wb") as f:
+            pickle.dump({"device_traces": [[]]}, f)
+        r = run([sneaky])
+        if r.returncode != 1 or "\x1b" in r.stderr or "\\x1b[2J.pickle: no alloc events" not in r.stderr:
+            failures.append("a message printed a control character or no escaped name: %r" % r.stderr)
+
         # An unwritable -o: a sentence and status 1, no traceback.
         r = run([snap, "-o", os.path.join(tmp, "no-such-dir", "x.trace")])
         if r.returncode != 1 or "cannot write" not in r.stderr or "Traceback" in r.stderr:
