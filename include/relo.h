@@ -23,7 +23,26 @@
  *     other threads do; unpin once the work using it is enqueued (relo drains
  *     the device, or the streams' finishes, before it copies a byte).
  *   - Descriptors are zero-initialised for defaults.
- *   - The library prints nothing; logs go to the callback in the device desc.
+ *   - Stream or device. A call takes a stream where the stream decides
+ *     what happens: where room comes from (relo_reserve takes it from the
+ *     stream's pools, under the stream's mode window), which capture state
+ *     applies (relo_resolve and relo_pin note the pages a recording stream
+ *     touches; the relo_capture_* calls), or which memory a call covers
+ *     (relo_reclaim, relo_stream_stats). A call that acts on an allocation
+ *     already placed takes the device, because a handle belongs to the
+ *     device and may be used on any of its streams: relo_retain,
+ *     relo_release, relo_unpin, relo_read, relo_write. So do calls over the
+ *     whole device (relo_reclaim_device, relo_trim, relo_pass_begin,
+ *     relo_device_stats, relo_device_check). Hence relo_pin takes a stream
+ *     (a pin is a resolve, and a recording stream must note the page) and
+ *     relo_unpin the device (it only drops a count, from any thread, once
+ *     the work is enqueued).
+ *   - relo writes nothing to stdout or stderr: log lines go to the callback
+ *     in the device desc (relo_log_fn), and relo_stats_print and
+ *     relo_device_report_json write only to the FILE they are given. The
+ *     one exception is a library built with internal assertions (CMake
+ *     RELO_DEBUG=2 or 3; the default, 1, has none): a broken assertion
+ *     writes one line to stderr and aborts.
  */
 #ifndef RELO_H
 #define RELO_H
@@ -157,15 +176,13 @@ typedef enum relo_relocation {
 } relo_relocation;
 
 /**
- * Placement policy (docs/policy.md). Zero asks for the default, which is
- * the policy with the smallest fit on every trace measured: today DENSE.
- * relo_device_desc_get reports the policy in force, never DEFAULT. (Zero
- * meant SEED until dense became the default, and the values moved up one:
- * rebuild, and name SEED where a program wants it.)
+ * Placement policy (docs/placement.md). Zero asks for the default, which
+ * is the policy with the smallest fit on every trace measured: DENSE.
+ * relo_device_desc_get reports the policy in force, never DEFAULT.
  */
 typedef enum relo_policy {
     RELO_POLICY_DEFAULT = 0,   /**< the best measured policy: RELO_POLICY_DENSE */
-    RELO_POLICY_SEED,          /**< docs/design.md as written */
+    RELO_POLICY_SEED,          /**< small pool + adaptive arena; relocation of outdated pages */
     RELO_POLICY_DENSE,         /**< best-fit pools, compaction of current pages */
     RELO_POLICY_COUNT
 } relo_policy;
@@ -186,7 +203,23 @@ RELO_API const char *relo_relocation_name(relo_relocation relocation);
 RELO_API const char *relo_policy_name(relo_policy policy);
 RELO_API const char *relo_log_level_name(relo_log_level level);
 
-/** A log sink. Called with the device lock held: it must not call relo. */
+/**
+ * A log sink (relo_device_desc.log). relo formats a line while it holds the
+ * device lock and calls the sink only once that lock is dropped, on the
+ * thread whose relo call produced the line: when that call returns, or
+ * earlier, where the call drops the lock to wait for the device, to copy or
+ * to free buffers. So the sink may call relo, on the device that logged
+ * too: relo_device_stats, relo_stream_stats, relo_resolve, relo_pin,
+ * relo_unpin, relo_retain, relo_release, relo_read, relo_write
+ * (tests/integration/test_log.c). It must not make a call that may move
+ * memory or wait for a relocation pass (relo_reserve, relo_reclaim,
+ * relo_reclaim_device, relo_pass_begin, the relo_capture_* calls, the
+ * destroy calls): the call that logged may still have a pass of its own
+ * open, and such a call would wait for it forever. message lives for the
+ * duration of the call and holds at most 255 bytes; when more than four
+ * lines queue under one hold of the lock, the rest are counted and
+ * reported in one warning.
+ */
 typedef void (*relo_log_fn)(void *user, relo_log_level level, const char *message);
 
 /** Which thread gives the buffers of emptied pages back to the backend. */
@@ -207,7 +240,7 @@ typedef struct relo_device_desc {
     relo_layout layout;          /**< default RELO_LAYOUT_ADAPTIVE */
     relo_relocation relocation;  /**< default RELO_RELOCATION_AUTO */
     uint64_t capacity;           /**< device bytes; 0 = what the backend reports (maybe unknown) */
-    relo_policy policy;          /**< 0 = RELO_POLICY_DEFAULT, i.e. DENSE (docs/policy.md) */
+    relo_policy policy;          /**< 0 = RELO_POLICY_DEFAULT, i.e. DENSE (docs/placement.md) */
     uint64_t pass_max_bytes;     /**< bytes one relocation or compaction pass plans to move (a
                                       pass always moves at least one page); 0 = the policy's
                                       default: no bound for SEED, 64 MiB for DENSE */
@@ -253,8 +286,8 @@ typedef struct relo_device_desc {
  *
  * Values: any byte count, or one of the two below. 1 keeps no empty page
  * beyond the live bytes. relo_device_desc_get reports the value in force
- * (the default as RELO_RELEASE_THRESHOLD_PROPORTIONAL). docs/policy.md has
- * what each costs in backend calls and saves in memory over time: the
+ * (the default as RELO_RELEASE_THRESHOLD_PROPORTIONAL). docs/performance.md
+ * has what each costs in backend calls and saves in memory over time: the
  * proportional threshold holds 1.03-1.05x the live bytes over time on the
  * GPU traces measured, and NEVER holds a workload's peak for good but asks
  * the backend for memory least often.
@@ -265,8 +298,8 @@ typedef struct relo_device_desc {
 #define RELO_RELEASE_THRESHOLD_PROPORTIONAL (UINT64_MAX - 1)
 /** No threshold: an empty page goes back only when relo_trim,
  *  relo_reclaim or a refused page asks for it, or when the dense policy's
- *  packing emptied it to give it back (the behaviour before the threshold
- *  existed); nothing is packed for the threshold. */
+ *  packing emptied it to give it back; nothing is packed for the
+ *  threshold. */
 #define RELO_RELEASE_THRESHOLD_NEVER UINT64_MAX
 /** What 0 in relo_device_desc.release_threshold stands for. */
 #define RELO_RELEASE_THRESHOLD_DEFAULT RELO_RELEASE_THRESHOLD_PROPORTIONAL
@@ -481,6 +514,18 @@ RELO_API relo_status relo_mode_push(relo_stream *stream, relo_mode mode);
 
 /** Closes the innermost window. RELO_ERR_INVALID_ARGUMENT if none is open. */
 RELO_API relo_status relo_mode_pop(relo_stream *stream);
+
+/* ------------------------------------------------------------------------ */
+/* Giving memory back: reclaim and trim                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * relo gives memory back by itself (the release threshold above, at the end
+ * of each relo_reserve); these calls do it when the runtime asks.
+ * relo_reclaim and relo_reclaim_device move live allocations first, so that
+ * pages empty, and then give empty pages back; relo_trim only gives empty
+ * pages back and moves nothing, so bindings and pins stay valid.
+ */
 
 /**
  * Gives back what this stream's memory no longer needs: relocates the

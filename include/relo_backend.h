@@ -24,10 +24,11 @@
  * error code) needs a lock of the backend's own; buffers themselves need
  * none.
  *
- * relo ships four backends: host (real bytes in host memory, with fault
- * injection, for tests), sim (bookkeeping only, for replays larger than RAM),
- * OpenCL (relo_opencl.h) and CUDA (relo_cuda.h). A runtime may bring its own
- * through relo_backend_create.
+ * relo ships five backends: host (real bytes in host memory, with fault
+ * injection, for tests) and sim (bookkeeping only, for replays larger than
+ * RAM), both below and both in librelo; OpenCL (relo_opencl.h), CUDA
+ * (relo_cuda.h) and Vulkan (relo_vulkan.h), each a library of its own. A
+ * runtime may bring its own through relo_backend_create.
  */
 #ifndef RELO_BACKEND_H
 #define RELO_BACKEND_H
