@@ -22,7 +22,10 @@ OUT-dev0.trace.gz, OUT-dev1.trace.gz, ...) and is refused on standard
 output, which holds one trace.
 
 A malformed event stops the conversion with the device, the index of the
-event in that device's list and what is wrong with it. Exit status: 0 on
+event in that device's list and what is wrong with it. A file that does
+not load as plain data is refused with what is wrong with it: not a
+pickle, truncated, corrupt gzip, or the first opcode in it that a
+snapshot never holds (one that names a class, calls or builds an object). Exit status: 0 on
 success, 1 for an unreadable or malformed snapshot or an output that
 cannot be written, 2 for bad usage.
 
@@ -38,15 +41,25 @@ import gzip
 import io
 import os
 import pickle
+import pickletools
 import sys
+import zlib
+
+
+class RefusedClass(pickle.UnpicklingError):
+    """The pickle names a class or function, which a snapshot never does."""
 
 
 class DataOnlyUnpickler(pickle.Unpickler):
     """An unpickler that loads plain data and refuses every class."""
 
     def find_class(self, module, name):
-        raise pickle.UnpicklingError(
-            "refusing to load %s.%s: snapshots hold plain data only" % (module, name))
+        raise RefusedClass("refusing to load %s.%s: a snapshot holds plain data only, and this "
+                           "converter runs no code from a file" % (printable(str(module)), printable(str(name))))
+
+    def persistent_load(self, pid):
+        raise RefusedClass("the pickle refers to an object outside it (a persistent id): a snapshot "
+                           "holds plain data only")
 
 
 def printable(text):
@@ -65,13 +78,86 @@ def printable(text):
     return "".join(out)
 
 
+# Pickle opcodes that build, call or fetch objects: a snapshot is plain
+# data and holds none of them. What each would do, for the message.
+FOREIGN_OPCODES = {
+    "GLOBAL": "names a class or function",
+    "STACK_GLOBAL": "names a class or function",
+    "INST": "builds an object of a class",
+    "OBJ": "builds an object of a class",
+    "NEWOBJ": "builds an object of a class",
+    "NEWOBJ_EX": "builds an object of a class",
+    "REDUCE": "calls a function",
+    "BUILD": "sets an object's state",
+    "EXT1": "names a registered class",
+    "EXT2": "names a registered class",
+    "EXT4": "names a registered class",
+    "PERSID": "refers to an object outside the pickle",
+    "BINPERSID": "refers to an object outside the pickle",
+    "NEXT_BUFFER": "refers to a buffer outside the pickle",
+    "READONLY_BUFFER": "refers to a buffer outside the pickle",
+}
+
+# Bytes a pickle may start with: PROTO (protocol 2 on), or an opcode that
+# begins a protocol 0 or 1 pickle of a dict or a list.
+PICKLE_STARTS = b"\x80(}]"
+
+
+class NotASnapshot(ValueError):
+    """The file cannot be a PyTorch memory snapshot: the message says why."""
+
+
+def describe_bytes(data):
+    """The first bytes of data, printable, for a message."""
+    return printable(repr(bytes(data[:16]))) + ("..." if len(data) > 16 else "")
+
+
+def explain_load_error(error, data):
+    """A sentence on why data did not load as plain-data pickle."""
+    if not data:
+        return "the file is empty"
+    if data[:1] not in [PICKLE_STARTS[i:i + 1] for i in range(len(PICKLE_STARTS))]:
+        return "not a pickle: it starts with %s" % describe_bytes(data)
+    # Scan the opcodes (without running them) for the first one a snapshot
+    # never holds, or the first that is no opcode at all.
+    try:
+        for op, _, pos in pickletools.genops(data):
+            if op.name in FOREIGN_OPCODES:
+                return ("byte %d: pickle opcode %s, which %s: a PyTorch memory snapshot holds "
+                        "dicts, lists, strings and numbers only" % (pos, op.name, FOREIGN_OPCODES[op.name]))
+    except Exception as e:  # genops stops at the first malformed opcode
+        if "unknown" in str(e):
+            return "corrupt pickle: %s" % printable(str(e))
+    text = str(error)
+    if isinstance(error, EOFError) or "truncated" in text:
+        return "the pickle data ends before its end mark: the file is truncated"
+    if isinstance(error, TypeError) and "unhashable" in text:
+        return ("a dict in the pickle has a key that no dict can have (%s): the file is corrupt "
+                "or not a snapshot" % printable(text))
+    if "unsupported pickle protocol" in text:
+        return "%s, newer than this Python (%d.%d) reads" % (printable(text), sys.version_info[0],
+                                                            sys.version_info[1])
+    return "malformed pickle: %s (the file is corrupt, or not a snapshot)" % printable(text)
+
+
 def load_snapshot(path):
-    """Returns the snapshot object from path (a pickle, optionally gzipped)."""
+    """Returns the snapshot object from path (a pickle, optionally gzipped).
+    Raises NotASnapshot with a sentence when it does not load as plain data."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return DataOnlyUnpickler(io.BytesIO(data)).load()
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise NotASnapshot("corrupt or truncated gzip data (%s)" % printable(str(e)))
+    try:
+        return DataOnlyUnpickler(io.BytesIO(data)).load()
+    except RefusedClass as e:
+        raise NotASnapshot(str(e))
+    except RecursionError:
+        raise NotASnapshot("the pickle nests deeper than this Python can load")
+    except Exception as e:  # every other failure of the C unpickler
+        raise NotASnapshot(explain_load_error(e, data))
 
 
 class BadEvent(ValueError):
@@ -89,8 +175,27 @@ def device_traces(snapshot):
     return [t or [] for t in traces]
 
 
+def describe_value(value):
+    """A short, printable account of a value from the snapshot: a number in
+    hex, a string quoted, anything else by its type (never a dump of it)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > 64:
+            return "a %d-bit number" % value.bit_length()
+        return "0x%x" % value if value >= 0 else "-0x%x" % -value
+    if isinstance(value, str):
+        return printable(repr(value[:40])) + ("..." if len(value) > 40 else "")
+    if value is None or isinstance(value, (bool, float)):
+        return repr(value)
+    return "a %s" % type(value).__name__
+
+
+def decimal(number):
+    """number in decimal, or its bit length when it is too long to print."""
+    return "%d" % number if number.bit_length() <= 64 else "a %d-bit number" % number.bit_length()
+
+
 def describe_addr(addr):
-    return "0x%x" % addr if isinstance(addr, int) else repr(addr)[:40]
+    return describe_value(addr)
 
 
 def convert(events, device=0):
@@ -115,14 +220,19 @@ def convert(events, device=0):
         if action == "alloc":
             size = ev.get("size")
             if not isinstance(size, int) or isinstance(size, bool):
-                raise BadEvent(device, index, "alloc of %s with a size that is not an integer (%r)"
-                               % (describe_addr(addr), size))
+                raise BadEvent(device, index, "alloc of %s with a size that is not an integer (%s)"
+                               % (describe_addr(addr), describe_value(size)))
             if size < 0:
-                raise BadEvent(device, index, "alloc of %s with a negative size (%d)" % (describe_addr(addr), size))
+                raise BadEvent(device, index, "alloc of %s with a negative size (%s)"
+                               % (describe_addr(addr), decimal(size)))
             if addr in live:
                 raise BadEvent(device, index, "alloc of %s, which is still live (allocated at event %d)"
                                % (describe_addr(addr), live[addr][2]))
-            stream = streams.setdefault(ev.get("stream", 0), len(streams))
+            stream = ev.get("stream", 0)
+            if not isinstance(stream, int) or isinstance(stream, bool):
+                raise BadEvent(device, index, "alloc of %s on a stream that is not an integer (%s)"
+                               % (describe_addr(addr), describe_value(stream)))
+            stream = streams.setdefault(stream, len(streams))
             live[addr] = (next_id, size, index)
             lines.append("a %d %d" % (next_id, size) + (" %d" % stream if stream else ""))
             next_id += 1
@@ -205,8 +315,14 @@ def main(argv=None):
             lines, stats = convert(traces[d], d)
             if lines:
                 converted.append((d, lines, stats))
-    except (OSError, ValueError, pickle.UnpicklingError, EOFError) as e:
+    except OSError as e:
+        say(args.snapshot, "cannot read", e.strerror or e)
+        return 1
+    except ValueError as e:  # NotASnapshot, BadEvent and the checks of the structure
         say(args.snapshot, e)
+        return 1
+    except Exception as e:  # whatever else the data provokes: a sentence, never a traceback
+        say(args.snapshot, "unexpected content for a snapshot (%s: %s)" % (type(e).__name__, e))
         return 1
     if not converted:
         where = "device %d" % args.device if args.device is not None else "device_traces"

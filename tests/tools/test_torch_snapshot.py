@@ -150,6 +150,35 @@ def main():
         if r.returncode != 1 or "\x1b" in r.stderr or "\\x1b[2J.pickle: no alloc events" not in r.stderr:
             failures.append("a message printed a control character or no escaped name: %r" % r.stderr)
 
+        # Pickles that are not plain data, or not pickles: the converter's
+        # own sentence on what is wrong with the file, never a traceback.
+        event = {"action": "alloc", "addr": 0x1000, "size": 8}
+        for name, data, want in (
+                ("build", b"\x80\x04}(X\x0d\x00\x00\x00device_traces]]au}b.",
+                 "byte 27: pickle opcode BUILD, which sets an object's state"),
+                ("unhashable_key", b"\x80\x04}]]s.", "a key that no dict can have (unhashable type: 'list')"),
+                ("persistent_id", b"\x80\x04Pabc\n.", "refers to an object outside it"),
+                ("extension", b"\x80\x04\x82\x01.", "pickle opcode EXT1, which names a registered class"),
+                ("truncated", pickle.dumps(SNAPSHOT)[:-20], "the file is truncated"),
+                ("not_pickle", b"garbage\n", "not a pickle: it starts with b'garbage\\n'"),
+                ("empty_file", b"", "the file is empty"),
+                ("underflow", b"\x80\x04s.", "malformed pickle: unpickling stack underflow"),
+                ("corrupt_gzip", b"\x1f\x8b\x08\x00garbage", "corrupt or truncated gzip data"),
+                ("stream_list", pickle.dumps({"device_traces": [[dict(event, stream=[1])]]}),
+                 "device 0, event 0: alloc of 0x1000 on a stream that is not an integer (a list)"),
+                ("size_list", pickle.dumps({"device_traces": [[dict(event, size=[0] * 100000)]]}),
+                 "alloc of 0x1000 with a size that is not an integer (a list)"),
+                ("addr_nested", pickle.dumps({"device_traces": [[dict(event, addr=[[[]]])]]}),
+                 "alloc without an integer addr (a list)"),
+                ("negative_huge", pickle.dumps({"device_traces": [[dict(event, size=-(10 ** 5000))]]}),
+                 "with a negative size (a 16610-bit number)")):
+            path = os.path.join(tmp, name + ".pickle")
+            with open(path, "wb") as f:
+                f.write(data)
+            r = run([path])
+            if r.returncode != 1 or want not in r.stderr or "Traceback" in r.stderr or len(r.stderr) > 400:
+                failures.append("%s: %d %r, expected status 1 and %r" % (name, r.returncode, r.stderr[-600:], want))
+
         # An unwritable -o: a sentence and status 1, no traceback.
         r = run([snap, "-o", os.path.join(tmp, "no-such-dir", "x.trace")])
         if r.returncode != 1 or "cannot write" not in r.stderr or "Traceback" in r.stderr:
