@@ -46,6 +46,12 @@ import sys
 import zlib
 
 
+# What a relo trace holds (docs/trace-format.md, tools/trace.h): every
+# number fits in 64 bits, and relo-replay replays at most 256 streams.
+MAX_TRACE_NUMBER = (1 << 64) - 1
+MAX_TRACE_STREAMS = 256
+
+
 class RefusedClass(pickle.UnpicklingError):
     """The pickle names a class or function, which a snapshot never does."""
 
@@ -225,6 +231,12 @@ def convert(events, device=0):
             if size < 0:
                 raise BadEvent(device, index, "alloc of %s with a negative size (%s)"
                                % (describe_addr(addr), decimal(size)))
+            if size > MAX_TRACE_NUMBER:
+                raise BadEvent(device, index, "alloc of %s with a size of %s, more than a relo trace holds "
+                               "(2^64 - 1 bytes)" % (describe_addr(addr), decimal(size)))
+            if total + size > MAX_TRACE_NUMBER:
+                raise BadEvent(device, index, "the sizes allocated so far add up to more than 2^64 - 1 bytes, "
+                               "more than a relo trace counts")
             if addr in live:
                 raise BadEvent(device, index, "alloc of %s, which is still live (allocated at event %d)"
                                % (describe_addr(addr), live[addr][2]))
@@ -232,6 +244,9 @@ def convert(events, device=0):
             if not isinstance(stream, int) or isinstance(stream, bool):
                 raise BadEvent(device, index, "alloc of %s on a stream that is not an integer (%s)"
                                % (describe_addr(addr), describe_value(stream)))
+            if stream not in streams and len(streams) == MAX_TRACE_STREAMS:
+                raise BadEvent(device, index, "a stream beyond the first %d, more than relo-replay replays"
+                               % MAX_TRACE_STREAMS)
             stream = streams.setdefault(stream, len(streams))
             live[addr] = (next_id, size, index)
             lines.append("a %d %d" % (next_id, size) + (" %d" % stream if stream else ""))

@@ -3,7 +3,9 @@
 dicts and lists: the events it keeps, the ring-buffer frees it skips, the
 header it writes, and its refusal of pickles that name a class.
 
-Usage: test_torch_snapshot.py [CONVERTER]   (default: ../../tools/...)
+Usage: test_torch_snapshot.py [CONVERTER [RELO_REPLAY]]
+(CONVERTER defaults to ../../tools/...; with RELO_REPLAY, the traces
+written at the format's limits are read back by it)
 Exits 0 on success, 1 on failure; ctest skips it (77) without python3.
 """
 import gzip
@@ -16,6 +18,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONVERTER = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     HERE, "..", "..", "tools", "torch_snapshot_to_trace.py")
+REPLAYER = sys.argv[2] if len(sys.argv) > 2 else None
 
 SNAPSHOT = {
     "segments": [],
@@ -170,6 +173,14 @@ def main():
                  "alloc of 0x1000 with a size that is not an integer (a list)"),
                 ("addr_nested", pickle.dumps({"device_traces": [[dict(event, addr=[[[]]])]]}),
                  "alloc without an integer addr (a list)"),
+                ("size_2_80", pickle.dumps({"device_traces": [[dict(event, size=1 << 80)]]}),
+                 "alloc of 0x1000 with a size of a 81-bit number, more than a relo trace holds (2^64 - 1 bytes)"),
+                ("size_sum_2_64", pickle.dumps({"device_traces": [[
+                    dict(event, size=(1 << 64) - 1), dict(event, addr=0x2000, size=1)]]}),
+                 "device 0, event 1: the sizes allocated so far add up to more than 2^64 - 1 bytes"),
+                ("streams_257", pickle.dumps({"device_traces": [[
+                    dict(event, addr=a, stream=a) for a in range(1, 259)]]}),
+                 "device 0, event 256: a stream beyond the first 256, more than relo-replay replays"),
                 ("negative_huge", pickle.dumps({"device_traces": [[dict(event, size=-(10 ** 5000))]]}),
                  "with a negative size (a 16610-bit number)")):
             path = os.path.join(tmp, name + ".pickle")
@@ -178,6 +189,24 @@ def main():
             r = run([path])
             if r.returncode != 1 or want not in r.stderr or "Traceback" in r.stderr or len(r.stderr) > 400:
                 failures.append("%s: %d %r, expected status 1 and %r" % (name, r.returncode, r.stderr[-600:], want))
+
+        # Sizes adding up to the most a trace counts (2^64 - 1), and the most
+        # streams it holds, are written, and relo-replay reads them.
+        edge = os.path.join(tmp, "edge.pickle")
+        with open(edge, "wb") as f:
+            pickle.dump({"device_traces": [[dict(event, size=(1 << 64) - 256)] + [
+                dict(event, addr=a, size=1, stream=a) for a in range(1, 256)]]}, f)
+        r = run([edge])
+        events = [l for l in r.stdout.splitlines() if not l.startswith("#")]
+        if r.returncode != 0 or events[0] != "a 1 18446744073709551360" or events[-1] != "a 256 1 255":
+            failures.append("the largest size and 256 streams: %d %r %r" % (r.returncode, events[:1], r.stderr))
+        elif REPLAYER:
+            trace = os.path.join(tmp, "edge.trace")
+            with open(trace, "w") as f:
+                f.write(r.stdout)
+            rr = subprocess.run([REPLAYER, "--json", trace], capture_output=True, text=True)
+            if rr.returncode not in (0, 1) or '"events":256,' not in rr.stdout or '"streams":256' not in rr.stdout:
+                failures.append("relo-replay did not read the edge trace: %d %r" % (rr.returncode, rr.stderr))
 
         # An unwritable -o: a sentence and status 1, no traceback.
         r = run([snap, "-o", os.path.join(tmp, "no-such-dir", "x.trace")])
