@@ -5,14 +5,14 @@
  *    sizes from 64 B to 64 MiB (heavy-tailed, fixed seed), on the simulated
  *    backend (no bytes, so only relo's bookkeeping is timed), beside glibc
  *    malloc/free of the same sizes. Median ns per pair and the ratio
- *    relo / malloc. Issue target: <= 100 ns per pair. Beside them, in the
+ *    relo / malloc. Target: <= 100 ns per pair. Beside them, in the
  *    same rounds, what the pair's two calls spend on the device lock
  *    alone: two uncontended acquire + release pairs of relo's lock
  *    (lock.h), and its share of the pair. Allocators that take no lock
  *    (a VMA virtual block, OffsetAllocator) do not pay it. Back to back,
  *    each acquire waits for the release just before it to drain, so where
  *    the lock releases by store this is more than a real call pays, whose
- *    store drains while relo works (docs/policy.md, session 20).
+ *    store drains while relo works (docs/architecture.md, "The lock").
  * 2. Scaling: the same pairs with 1,000,000 allocations live versus 1,000
  *    live, in CPU time, the two devices alternating round by round, for
  *    the dense policy (the default) and the seed policy. Target: the

@@ -15,7 +15,7 @@
  * relo_unpin in a loop and times every single call. Two scenarios:
  *
  *   other stream  the second thread works on another stream's 64
- *                 allocations (the issue's target: no call over 1 ms
+ *                 allocations (the target: no call over 1 ms
  *                 during the pass; the old core made one wait 577 ms);
  *   same stream   the second thread resolves, through the relocating
  *                 stream, an allocation of that stream that does not move

@@ -17,7 +17,7 @@
  * allows right now is measured in the same run: on a 2-core machine other
  * processes share, that ceiling is below 2. The kinds of run are
  * interleaved after a warm-up; medians and spreads are printed, and the
- * ratio of medians against the issue's target (>= 1.6).
+ * ratio of medians against the target (>= 1.6).
  *
  * A second pair does relo_pin + relo_unpin instead of relo_resolve.
  *

@@ -10,7 +10,7 @@
  *     the request's own class, then takes the first non-empty class above
  *     it, found with two bit scans. No tree, no walk over the pool.
  *   - by address (address-ordered first fit, the seed policy's small and
- *     arena pools, whose acceptance behaviours count on the lowest page
+ *     arena pools, whose placement counts on the lowest page
  *     and lowest address that fits): the treap of free_tree.c (below), the one
  *     structure that answers "lowest address with room for n" in
  *     O(log n).

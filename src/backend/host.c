@@ -1,6 +1,6 @@
 /*
  * backend/host.c — the host backend: device buffers are blocks of host
- * memory, so tests and debugging sessions see real bytes. It doubles as the
+ * memory, so tests and debuggers see real bytes. It doubles as the
  * debugging backend: a fresh buffer is filled with 0xA5 and a freed one with
  * 0xDD before it goes, so a byte relocation lost or a read after free shows.
  *

@@ -1,7 +1,7 @@
 /*
  * device_cases.h — the cases every real-device backend test runs the same
- * way (test_opencl.c, test_vulkan.c): the relocation behaviours of
- * acceptance.md that move bytes (25–27, 36–43) through the public API, a
+ * way (test_opencl.c, test_vulkan.c): the relocation and capture cases
+ * that move bytes (docs/design.md §6–7) through the public API, a
  * kernel that adds 1 through a binding before and after a relocation, and
  * the parts of the two-stream case the backends share.
  *
@@ -11,8 +11,9 @@
  * stands behind relo stream 0 and 1, how to launch the kernel and how to
  * close the environment. Every case closes the device and the environment
  * when it ends normally; a require_* that stops it leaves them open, as a
- * failed case may. Behaviours 26, 27 and 37 wrap the backend in
- * wrap_backend.h, since real devices have no fault injection.
+ * failed case may. The cases of a refused copy, a failed wait and the
+ * count of waits wrap the backend in wrap_backend.h, since real devices
+ * have no fault injection.
  *
  * Include after check.h: the cases report through expect_* and require_*.
  */
@@ -92,8 +93,9 @@ static inline void dc_release(relo_device *d, const relo_handle *h, int n)
     for (int i = 0; i < n; i++) expect_ok(relo_release(d, h[i]));
 }
 
-/* The setup of behaviours 25–27: 1 MiB of 7s on a 2 MiB page, then 10 MiB,
- * which grows the arena to 11 MiB pages and leaves the first page outdated. */
+/* The setup of the first relocation cases: 1 MiB of 7s on a 2 MiB page,
+ * then 10 MiB, which grows the arena to 11 MiB pages and leaves the first
+ * page outdated. */
 static inline relo_status dc_grow_setup(relo_device *d, relo_stream *s, relo_handle *small,
                                         relo_handle *big)
 {
@@ -104,7 +106,7 @@ static inline relo_status dc_grow_setup(relo_device *d, relo_stream *s, relo_han
 }
 
 /* ------------------------------------------------------------------------ */
-/* Relocation behaviours (acceptance.md)                                    */
+/* Relocation and capture cases (docs/design.md §6-7)                       */
 /* ------------------------------------------------------------------------ */
 
 static inline void dc_a25_reclaim_moves_and_keeps_bytes(dc_env e)
@@ -135,10 +137,10 @@ static inline void dc_a25_reclaim_moves_and_keeps_bytes(dc_env e)
     dc_close(&f, &e);
 }
 
-/* Behaviours 26 and 27: the wrapped backend refuses the copy (26) or fails
- * the wait for it (27); either way the 1 MiB stays where it was, bytes
- * intact. After 26 no target stays reserved, so the next 1 MiB lands on the
- * 11 MiB page without a new page; after 27 the target stays reserved (its
+/* The wrapped backend refuses the copy or fails the wait for it; either
+ * way the 1 MiB stays where it was, bytes intact. After a refused copy no
+ * target stays reserved, so the next 1 MiB lands on the 11 MiB page
+ * without a new page; after a failed wait the target stays reserved (its
  * bytes are in doubt), the 11 MiB page is full, and the next 1 MiB needs a
  * page of its own. */
 static inline void dc_failed_copy_keeps_bytes(dc_env e, bool refuse_copies)

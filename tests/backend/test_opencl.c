@@ -1,15 +1,15 @@
 /*
  * test_opencl.c — the OpenCL backend on the first OpenCL device found:
  * first its ops directly (properties, transfers, error mapping, queue
- * registration), then the relocation behaviours of acceptance.md that move
- * bytes (25–27, 36–43) through the public API, a kernel that reads and
+ * registration), then the relocation and capture cases that move bytes
+ * (device_cases.h) through the public API, a kernel that reads and
  * writes through a binding before and after a relocation, and two command
  * queues as two streams. Without a platform or device every case is SKIP.
  *
  * The relocation behaviours and the kernel case are written once for every
  * real device in device_cases.h; this file gives them the OpenCL
- * environment. OpenCL has no fault injection, so behaviours 26, 27 and 37
- * and the slide cases wrap the OpenCL backend's ops (wrap_backend.h).
+ * environment. OpenCL has no fault injection, so the cases of a refused
+ * copy, a failed wait, the count of waits and the slides wrap the OpenCL backend's ops (wrap_backend.h).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -274,7 +274,7 @@ CHECK_TEST(streams_register_queues)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Relocation behaviours (acceptance.md)                                    */
+/* Relocation and capture cases (device_cases.h)                            */
 /* ------------------------------------------------------------------------ */
 
 CHECK_TEST(a25_reclaim_moves_and_keeps_bytes)

@@ -4,7 +4,7 @@
  * synchronization validation included: every case fails on any warning or
  * error the layer reports. First the backend's ops (properties, transfers
  * mapped and staged, device addresses, stream registration), then the
- * relocation behaviours of acceptance.md that move bytes (25–27, 36–43)
+ * relocation and capture cases that move bytes (device_cases.h)
  * through the public API, a compute shader that adds 1 through a binding
  * before and after a relocation, and two timeline semaphores as two relo
  * streams whose work relocation must wait for.
@@ -15,8 +15,8 @@
  *
  * The relocation behaviours and the shader case are written once for every
  * real device in device_cases.h; this file gives them the Vulkan
- * environment. Vulkan has no fault injection, so behaviours 26, 27 and 37
- * and the two-stream case wrap the Vulkan backend's ops (wrap_backend.h).
+ * environment. Vulkan has no fault injection, so the cases of a refused
+ * copy, a failed wait, the count of waits and two streams wrap the Vulkan backend's ops (wrap_backend.h).
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -586,7 +586,7 @@ CHECK_TEST(streams_register_semaphores)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Relocation behaviours (acceptance.md)                                    */
+/* Relocation and capture cases (device_cases.h)                            */
 /* ------------------------------------------------------------------------ */
 
 CHECK_TEST(a25_reclaim_moves_and_keeps_bytes)

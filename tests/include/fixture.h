@@ -32,7 +32,7 @@ typedef struct fx {
     relo_stream *s2;  /* a second stream, only where fx_open2 made one */
 } fx;
 
-/** The acceptance defaults: alignment 32, max page 128 MiB, capacity
+/** The test defaults: alignment 32, max page 128 MiB, capacity
  *  unknown, no faults. */
 static inline relo_host_desc fx_host(void)
 {
@@ -43,9 +43,9 @@ static inline relo_host_desc fx_host(void)
     return d;
 }
 
-/** A device desc asking for the seed policy (docs/design.md as written).
- *  The default is the dense policy; the acceptance behaviours of the seed
- *  design (small pool, adaptive arena, outdated pages) ask for this by
+/** A device desc asking for the seed policy (docs/placement.md).
+ *  The default is the dense policy; the tests of the seed policy's
+ *  placement (small pool, adaptive arena, outdated pages) ask for this by
  *  name: fx_open(&f, &hd, FX_SEED). */
 #define FX_SEED (&(const relo_device_desc){.policy = RELO_POLICY_SEED})
 

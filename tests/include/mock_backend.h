@@ -264,7 +264,7 @@ static void mock_destroy_(void *ctx)
 }
 
 /** Initialises *m and wraps it in a backend with props (NULL = the
- *  acceptance defaults: alignment 32, max page 128 MiB, capacity unknown). */
+ *  test defaults: alignment 32, max page 128 MiB, capacity unknown). */
 static inline relo_status mock_backend_create(mock_ctx *m, const relo_backend_props *props,
                                               relo_backend **out)
 {

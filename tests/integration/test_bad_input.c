@@ -1,5 +1,5 @@
 /*
- * test_bad_input.c — acceptance behaviours 48–50 and the rest of the API's
+ * test_bad_input.c — docs/design.md invariants 2, 3 and 9, and the rest of the API's
  * misuse: sizes near 2^64, NULL for every required argument of every
  * public function, out-of-range enums and descriptors, double release,
  * stale handles, and destroying objects that still hold memory.

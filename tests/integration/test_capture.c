@@ -1,5 +1,5 @@
 /*
- * test_capture.c — acceptance behaviours 38–44: the capture state machine,
+ * test_capture.c — docs/design.md §7, invariant 7: the capture state machine,
  * relocation before a capture, what a recording stream may reserve, and
  * guards on the pages a sealed graph uses.
  */

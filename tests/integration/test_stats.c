@@ -1,5 +1,5 @@
 /*
- * test_stats.c — acceptance behaviours 45–47: stats add up across pools,
+ * test_stats.c — docs/design.md invariants 10 and 11: stats add up across pools,
  * streams and the device; a device emptied and reclaimed holds nothing;
  * the JSON report is valid and lists every pool.
  */

@@ -1,5 +1,5 @@
 /*
- * test_handles.c — acceptance behaviours 1–4: the life of a handle, stale
+ * test_handles.c — the life of a handle (docs/design.md §4, invariants 2 and 9), stale
  * and made-up handle values, and byte access through relo_write/relo_read.
  */
 #include "check.h"

@@ -1,5 +1,5 @@
 /*
- * test_modes.c — acceptance behaviours 21–24: mode windows (PERSISTENT,
+ * test_modes.c — mode windows (docs/design.md §3.2–3.4; PERSISTENT,
  * DEDICATED) route around dynamic memory, dedicated buffers go back at the
  * next cleanup, and the EXCLUSIVE layout reuses whole pages.
  */

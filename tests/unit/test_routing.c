@@ -1,5 +1,5 @@
 /*
- * test_routing.c — acceptance behaviours 5–20: which pool serves a size
+ * test_routing.c — which pool serves a size (docs/design.md §3.5–3.6)
  * under the ADAPTIVE layout, the pages it takes, how the arena's page size
  * grows, and what a refused or too-big request leaves behind.
  *
