@@ -107,12 +107,17 @@ typedef struct relo_backend relo_backend;
  *    out, so a later device never hands out the same value;
  *  - a slot is retired, never wrapped, when its generation runs out (after
  *    67 million reuses; it costs 24 bytes of host memory for good).
+ *  - a tag is retired, for the rest of the process, once the devices that
+ *    held it handed out more than half the generation range (a device that
+ *    reused one slot 33 million times).
  * The trade-off, against a wider handle: a handle stays one 64-bit word
  * that fits a kernel argument and an atomic, and its lookup one array
- * index, at the price of these limits; a device runs out of slots only
- * after about 2^52 allocations, and relo_reserve then answers
- * RELO_ERR_HOST_MEMORY. The bits are relo's business: compare handles for
- * equality, never decode them.
+ * index, at the price of these limits, each answered with
+ * RELO_ERR_HANDLES_EXHAUSTED: a device runs out of slots only after about
+ * 2^52 allocations (relo_reserve), and relo_device_create finds no tag
+ * while 4,095 devices are alive, or once every tag not held is retired
+ * (after 4,095 such device lifetimes). The bits are relo's business:
+ * compare handles for equality, never decode them.
  */
 typedef struct relo_handle {
     uint64_t id;
@@ -141,7 +146,8 @@ typedef struct relo_handle {
     X(RELO_ERR_BACKEND, 11, "the device backend reported an error") \
     X(RELO_ERR_UNSUPPORTED, 12, "the backend does not support this operation") \
     X(RELO_ERR_OUT_OF_RANGE, 13, "the byte range lies outside the allocation") \
-    X(RELO_ERR_CORRUPT, 14, "an internal invariant does not hold")
+    X(RELO_ERR_CORRUPT, 14, "an internal invariant does not hold")            \
+    X(RELO_ERR_HANDLES_EXHAUSTED, 15, "no handle value is left to hand out (see relo_handle)")
 
 typedef enum relo_status {
 #define RELO_X_(name, value, text) name = value,
@@ -314,8 +320,8 @@ typedef struct relo_device_desc {
  * out      receives the device.
  *
  * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT (NULL backend or out, bad desc),
- * RELO_ERR_HOST_MEMORY (no host memory, or 4,095 devices already alive: see
- * relo_handle). Thread-safe.
+ * RELO_ERR_HOST_MEMORY, RELO_ERR_HANDLES_EXHAUSTED (4,095 devices already
+ * alive, or every other tag retired: see relo_handle). Thread-safe.
  */
 RELO_API relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backend,
                                         relo_device **out);
@@ -403,6 +409,8 @@ RELO_API relo_status relo_stream_destroy(relo_stream *stream);
  *                              an ARENA_FULL relocation;
  *   RELO_ERR_PAGE_UPDATE_FORBIDDEN  the stream records and the request needs
  *                              a new page (the recording is doomed);
+ *   RELO_ERR_HANDLES_EXHAUSTED  every handle slot is taken or retired
+ *                              (see relo_handle);
  *   RELO_ERR_HOST_MEMORY, RELO_ERR_BACKEND.
  * On failure nothing changes and *out is untouched.
  */
@@ -588,10 +596,13 @@ RELO_API relo_status relo_trim(relo_device *device, uint64_t keep, uint64_t *rel
  *   relo_pass_end      commits what landed, abandons the rest.
  *
  * While the pass is open every other call works: from the thread that
- * opened it, a resolve, pin or write of a source skips its move (the
+ * opened it, and from the thread running relo_pass_copy (a stream's finish
+ * included), a resolve, pin or write of a source skips its move (the
  * runtime must then not count on the target); from other threads a resolve
- * skips it too, while a pin or write waits for relo_pass_end; a release of
- * a source is carried out when the pass ends. Automatic
+ * or a read skips it too, while a pin or write waits for relo_pass_end; a
+ * release of a source is carried out when the pass ends. A read or write
+ * therefore never sees a source's place freed and handed to another
+ * allocation while it runs. Automatic
  * relocation waits: nothing else moves while a pass is open, and a capture
  * cannot begin (RELO_ERR_BUSY). One pass is open per device at a time.
  */
@@ -664,7 +675,8 @@ RELO_API relo_status relo_pass_skip(relo_pass *pass, uint32_t i);
  * Copies the way relo does by itself, without the device lock: waits for
  * the device (the streams' finishes where set), enqueues every move's copy
  * on the backend, waits for the copies. *outcome says how that ended; hand
- * it to relo_pass_end. Call at most once. Returns RELO_OK,
+ * it to relo_pass_end. Call at most once, from any thread; relo_pass_end
+ * answers RELO_ERR_BUSY until it returns. Returns RELO_OK,
  * RELO_ERR_INVALID_ARGUMENT (NULLs, or called twice).
  */
 RELO_API relo_status relo_pass_copy(relo_pass *pass, relo_pass_outcome *outcome);
@@ -677,7 +689,8 @@ RELO_API relo_status relo_pass_copy(relo_pass *pass, relo_pass_outcome *outcome)
  * case, and pages the pass emptied go back. When relo_pass_copy ran, its
  * outcome is used where it is worse than the one given. Frees the pass.
  * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT (NULL, or a bad outcome: the
- * pass stays open).
+ * pass stays open), RELO_ERR_BUSY (relo_pass_copy still runs on another
+ * thread: the pass stays open; end it once that call returned).
  */
 RELO_API relo_status relo_pass_end(relo_pass *pass, relo_pass_outcome outcome);
 

@@ -93,6 +93,15 @@ static bool published_matches(const relo_handle_table *t, relo_slot *slot)
            (atomic_load_explicit(&slot->seq, memory_order_relaxed) & 1u) == 0;
 }
 
+/* Sources of the open pass released while it is open: still allocated. */
+static uint64_t released_sources(const relo_device *d)
+{
+    uint64_t n = 0;
+    const struct relo_pass *open = d->open_pass;
+    for (uint32_t i = 0; open && i < open->count; i++) n += open->moves[i].fate == RELO_FATE_DROPPED;
+    return n;
+}
+
 static bool check_device(relo_device *d, const char **why)
 {
     uint64_t reserved = 0, allocations = 0;
@@ -131,21 +140,30 @@ static bool check_device(relo_device *d, const char **why)
         *why = "peak bytes in use is below bytes in use";
         return false;
     }
-    if (allocations != d->handles.live) {
-        *why = "live handles differ from live allocations";
-        return false;
-    }
+    /* Two legal states part handles from allocations: a source released
+     * while its pass is open stays allocated until the pass closes, and a
+     * reservation waiting on a pass it started holds a slot with no
+     * allocation yet. */
+    uint64_t reserving = 0;
     for (uint32_t i = 0; i < d->handles.count; i++) {
         relo_slot *slot = relo__handle_slot(&d->handles, i);
         if (!published_matches(&d->handles, slot)) {
             *why = "a slot's lock-free binding differs from its locked one";
             return false;
         }
-        if (slot->refcount == 0 || !slot->slice) continue; /* free, or a reservation in progress */
+        if (slot->refcount == 0) continue;
+        if (!slot->slice) {
+            reserving++;
+            continue;
+        }
         if (slot->slice->state != RELO_SLICE_LIVE || slot->slice->slot != i) {
             *why = "a live handle does not name its live slice";
             return false;
         }
+    }
+    if (allocations - released_sources(d) != d->handles.live - reserving) {
+        *why = "live handles differ from live allocations";
+        return false;
     }
     for (const relo_page *p = d->pending; p; p = p->pending_next) {
         if (!p->pending) {

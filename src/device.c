@@ -40,9 +40,11 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
     relo_device *d = relo__calloc(sizeof *d);
     if (!d) return RELO_ERR_HOST_MEMORY;
     /* Each step undoes the ones before it when a later one fails. */
+    relo_status st = RELO_ERR_HOST_MEMORY;
     if (!relo__lock_init(&d->lock)) goto no_lock;
     if (!relo__cond_init(&d->pass_done)) goto no_cond;
-    if (relo__handle_table_init(&d->handles) != RELO_OK) goto no_tag;
+    if ((st = relo__handle_table_init(&d->handles)) != RELO_OK) goto no_tag;
+    st = RELO_ERR_HOST_MEMORY;
     if (d0.page_free == RELO_PAGE_FREE_THREAD && relo__releaser_start(&d->releaser, backend) != RELO_OK)
         goto no_releaser;
     d->backend = backend;
@@ -66,7 +68,7 @@ no_cond:
     relo__lock_destroy(&d->lock);
 no_lock:
     relo__free(d);
-    return RELO_ERR_HOST_MEMORY;
+    return st;
 }
 
 relo_status relo_device_destroy(relo_device *device)
@@ -309,8 +311,10 @@ static relo_status access_check(relo_device *d, relo_handle handle, uint64_t off
 
 /* relo_write (to_device) and relo_read: the checks under the lock, the
  * transfer without it. The page is marked as in transfer meanwhile, so it is
- * neither a relocation source nor given back, and a write skips a move of
- * the allocation in the open pass. */
+ * neither a relocation source nor given back. A transfer of an allocation
+ * the open pass moves skips the move: the allocation stays where the
+ * transfer reads or writes it, so the pass can never commit, free that
+ * place and hand it to another allocation while the transfer runs. */
 static relo_status transfer(relo_device *d, relo_handle handle, uint64_t offset, void *data, uint64_t n,
                             bool to_device)
 {
@@ -330,7 +334,7 @@ static relo_status transfer(relo_device *d, relo_handle handle, uint64_t offset,
     relo_page *page = slice->page;
     void *buffer = page->buffer;
     uint64_t at = slice->offset + offset;
-    if (to_device) relo__pass_veto(d, slice);
+    relo__pass_veto(d, slice);
     page->transfers++;
     relo__device_unlock(d);
     st = to_device ? b->ops.write(b->ctx, buffer, at, data, n) : b->ops.read(b->ctx, buffer, at, data, n);

@@ -33,7 +33,9 @@
 
 #define RELO_FREE_SL_LOG 5u                        /* second level: 2^5 steps */
 #define RELO_FREE_SL_COUNT (1u << RELO_FREE_SL_LOG)
-#define RELO_FREE_FL_MAX (64u - RELO_FREE_SL_LOG)  /* first levels a uint64_t length needs */
+/* First levels a uint64_t length needs: a length whose highest bit is bit
+ * 63 has first level 63 - RELO_FREE_SL_LOG + 1, so one more than that. */
+#define RELO_FREE_FL_MAX (64u - RELO_FREE_SL_LOG + 1u)
 
 /* ---- the address treap (free_tree.c) ---------------------------------------
  * The free slices of a first-fit pool in a treap keyed by (page order,

@@ -26,10 +26,27 @@ static tag_entry tags[RELO_HANDLE_TAG_MAX + 1];     /* index 0 unused */
 
 static bool tag_retired(const tag_entry *e) { return e->floor > RELO_HANDLE_GEN_MAX / 2; }
 
+/* fork() while another thread holds the registry would leave the child's
+ * copy locked for good: the fork waits for the registry instead, and both
+ * sides let go of it after. */
+static pthread_once_t tag_fork_once = PTHREAD_ONCE_INIT;
+static void tag_fork_prepare(void) { pthread_mutex_lock(&tag_lock); }
+static void tag_fork_after(void) { pthread_mutex_unlock(&tag_lock); }
+static void tag_fork_register(void) { pthread_atfork(tag_fork_prepare, tag_fork_after, tag_fork_after); }
+
+void relo__handle_registry_hold(bool hold)
+{
+    pthread_once(&tag_fork_once, tag_fork_register);
+    if (hold)
+        pthread_mutex_lock(&tag_lock);
+    else
+        pthread_mutex_unlock(&tag_lock);
+}
+
 relo_status relo__handle_table_init(relo_handle_table *t)
 {
     memset(t, 0, sizeof *t);
-    pthread_mutex_lock(&tag_lock);
+    relo__handle_registry_hold(true);
     for (uint32_t i = 1; i <= RELO_HANDLE_TAG_MAX; i++) {
         tag_entry *e = &tags[i];
         if (e->held || tag_retired(e)) continue;
@@ -38,8 +55,8 @@ relo_status relo__handle_table_init(relo_handle_table *t)
         t->gen_base = e->floor ? e->floor : 1;
         break;
     }
-    pthread_mutex_unlock(&tag_lock);
-    return t->tag ? RELO_OK : RELO_ERR_HOST_MEMORY;
+    relo__handle_registry_hold(false);
+    return t->tag ? RELO_OK : RELO_ERR_HANDLES_EXHAUSTED;
 }
 
 /* Makes the next chunk, so slot t->cap exists. */
@@ -62,7 +79,7 @@ relo_status relo__handle_alloc(relo_handle_table *t, relo_slot **out)
         s = t->free_head;
         t->free_head = s->next_free;
     } else {
-        if (t->count == RELO_HANDLE_SLOT_MAX) return RELO_ERR_HOST_MEMORY;
+        if (t->count == RELO_HANDLE_SLOT_MAX) return RELO_ERR_HANDLES_EXHAUSTED;
         if (t->count == t->cap && !grow(t)) return RELO_ERR_HOST_MEMORY;
         uint32_t i = t->count++;
         s = relo__handle_slot(t, i);
@@ -171,12 +188,12 @@ relo_slot *relo__handle_lookup(relo_handle_table *t, relo_handle h)
 void relo__handle_table_destroy(relo_handle_table *t)
 {
     if (t->tag) {
-        pthread_mutex_lock(&tag_lock);
+        relo__handle_registry_hold(true);
         tag_entry *e = &tags[t->tag];
         uint32_t floor = (t->gen_high > t->gen_base ? t->gen_high : t->gen_base) + 1;
         if (floor > e->floor) e->floor = floor;
         e->held = false;
-        pthread_mutex_unlock(&tag_lock);
+        relo__handle_registry_hold(false);
     }
     for (uint32_t k = 0; k < RELO_HANDLE_CHUNKS; k++)
         relo__free(atomic_load_explicit(&t->chunks[k], memory_order_relaxed));

@@ -95,13 +95,20 @@ typedef struct relo_handle_table {
     uint64_t retired;       /* slots retired at the end of their generations */
 } relo_handle_table;
 
+/** Takes (hold) or lets go of the process-wide tag registry, as device
+ *  creation and destruction do; a fork waits until it is let go. Tests
+ *  hold it to open the window a creation holds it for. */
+void relo__handle_registry_hold(bool hold);
+
 /** Takes a tag for a new device's table (zeroing the table).
- *  RELO_ERR_HOST_MEMORY when every tag is held by a live device or retired. */
+ *  RELO_ERR_HANDLES_EXHAUSTED when every tag is held by a live device or
+ *  retired. */
 relo_status relo__handle_table_init(relo_handle_table *t);
 
 /** Takes a free slot with refcount 1 and no slice into *out (its index is
- *  (*out)->index). RELO_ERR_HOST_MEMORY when the table cannot grow or every
- *  slot index is used (nothing changes). */
+ *  (*out)->index). RELO_ERR_HOST_MEMORY when the table cannot grow,
+ *  RELO_ERR_HANDLES_EXHAUSTED when every slot index is used (nothing
+ *  changes). */
 relo_status relo__handle_alloc(relo_handle_table *t, relo_slot **out);
 
 /** Frees a slot of the table: its handle values go stale, for good. Never

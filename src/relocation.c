@@ -580,8 +580,11 @@ void relo__pass_settle(relo_device *d)
 
 bool relo__pass_wait_for_move(relo_device *d, const relo_slice *slice)
 {
-    if (slice->move == 0 || pthread_equal(d->open_pass->owner, pthread_self())) return false;
-    uint64_t id = d->open_pass->id;
+    const relo_pass *open = d->open_pass;
+    if (slice->move == 0 || pthread_equal(open->owner, pthread_self()) ||
+        (open->copying && pthread_equal(open->copier, pthread_self())))
+        return false;
+    uint64_t id = open->id;
     while (d->open_pass && d->open_pass->id == id) relo__cond_wait(&d->pass_done, &d->lock);
     return true;
 }

@@ -91,7 +91,9 @@ struct relo_pass {
     bool all_finish;        /* every stream had one: no backend device wait */
     bool runtime;           /* driven by the runtime (relo_pass_begin) */
     pthread_t owner;        /* the thread that opened it */
-    bool copied;            /* relo_pass_copy ran */
+    bool copied;            /* relo_pass_copy ran, or runs */
+    bool copying;           /* relo_pass_copy runs now, on thread copier */
+    pthread_t copier;
     uint8_t copy_outcome;   /* its relo_copy_outcome */
 };
 
@@ -180,10 +182,11 @@ bool relo__pass_close(relo_pass *pass, relo_copy_outcome outcome);
 void relo__pass_settle(relo_device *device);
 
 /**
- * When slice is a source of the open pass and this thread did not open it:
+ * When slice is a source of the open pass and this thread neither opened it
+ * nor runs its copies (relo_pass_copy, and the streams' finishes it calls):
  * waits (dropping the device lock) until the pass closes and returns true;
- * the caller looks the allocation up again. False otherwise (the pass
- * owner's own calls skip the move instead of waiting for themselves).
+ * the caller looks the allocation up again. False otherwise (the pass's own
+ * threads skip the move instead of waiting for themselves).
  */
 bool relo__pass_wait_for_move(relo_device *device, const relo_slice *slice);
 

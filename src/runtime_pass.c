@@ -117,6 +117,12 @@ relo_status relo_pass_copy(relo_pass *pass, relo_pass_outcome *outcome)
     relo__device_lock(d);
     bool again = pass->copied;
     pass->copied = true;
+    if (!again) {
+        /* relo_pass_end refuses while the copies run; a pin or write by
+         * this thread (a stream's finish) skips a move, as the owner's do. */
+        pass->copying = true;
+        pass->copier = pthread_self();
+    }
     relo__device_unlock(d);
     if (again) return RELO_ERR_INVALID_ARGUMENT;
     /* Without the lock: an open pass's moves keep their sources and
@@ -124,6 +130,7 @@ relo_status relo_pass_copy(relo_pass *pass, relo_pass_outcome *outcome)
     relo_copy_outcome got = pass->count ? relo__pass_copy(pass) : RELO_COPY_LANDED;
     relo__device_lock(d);
     pass->copy_outcome = (uint8_t)got;
+    pass->copying = false;
     relo__device_unlock(d);
     *outcome = (relo_pass_outcome)got;
     return RELO_OK;
@@ -134,6 +141,11 @@ relo_status relo_pass_end(relo_pass *pass, relo_pass_outcome outcome)
     if (!pass || (unsigned)outcome >= RELO_PASS_OUTCOME_COUNT) return RELO_ERR_INVALID_ARGUMENT;
     relo_device *d = pass->device;
     relo__device_lock(d);
+    if (pass->copying) {
+        /* relo_pass_copy runs on another thread and reads the plan. */
+        relo__device_unlock(d);
+        return RELO_ERR_BUSY;
+    }
     /* The outcomes are ordered from best to worst: take the worse of what
      * the runtime says and what relo's own copy saw. */
     relo_copy_outcome o = (relo_copy_outcome)outcome;

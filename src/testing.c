@@ -111,3 +111,21 @@ uint64_t relo__testing_retired_slots(relo_device *device)
     relo__device_unlock(device);
     return n;
 }
+
+relo_status relo__testing_add_pins(relo_device *device, relo_handle h, uint32_t n)
+{
+    relo__device_lock(device);
+    relo_status st = RELO_ERR_NOT_FOUND;
+    relo_slot *slot = relo__handle_lookup(&device->handles, h);
+    if (slot) {
+        st = n > UINT32_MAX - slot->pins ? RELO_ERR_INVALID_ARGUMENT : RELO_OK;
+        if (st == RELO_OK) {
+            slot->pins += n;
+            slot->slice->page->pins += n;
+        }
+    }
+    relo__device_unlock(device);
+    return st;
+}
+
+void relo__testing_hold_tag_registry(bool hold) { relo__handle_registry_hold(hold); }

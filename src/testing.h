@@ -52,4 +52,14 @@ uint32_t relo__testing_age_free_slots(relo_device *device, uint32_t generation);
 /** Handle slots retired because their generations ran out. */
 uint64_t relo__testing_retired_slots(relo_device *device);
 
+/** Adds n pins to the live allocation h, exactly as n relo_pin calls would
+ *  (its own count may not pass UINT32_MAX), so a test reaches counts that
+ *  billions of calls would take. Returns RELO_ERR_NOT_FOUND or
+ *  RELO_ERR_INVALID_ARGUMENT (past the bound) as relo_pin would. */
+relo_status relo__testing_add_pins(relo_device *device, relo_handle h, uint32_t n);
+
+/** Holds (true) or lets go of the process-wide registry of device tags,
+ *  as a device creation on another thread holds it for a moment. */
+void relo__testing_hold_tag_registry(bool hold);
+
 #endif /* RELO_TESTING_H */

@@ -5,7 +5,9 @@
  * device's asynchronous copies are, landing in the order enqueued), a copy
  * whose source and target overlap is refused (as OpenCL refuses one), and
  * any call of alloc, copy, wait_device or wait_copies can be refused from
- * its Nth occurrence on.
+ * its Nth occurrence on. Each call can also be held at a gate (mock_gate_arm):
+ * its next occurrence stops there until the test opens it, so a test holds a
+ * race window open on purpose instead of hoping a scheduler finds it.
  *
  * The mock's state (mock_ctx) belongs to the test, not to the device: it
  * outlives relo_device_destroy so a test can read the log afterwards.
@@ -13,11 +15,13 @@
 #ifndef RELO_TEST_MOCK_BACKEND_H
 #define RELO_TEST_MOCK_BACKEND_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "relo_backend.h"
 
@@ -59,6 +63,16 @@ typedef struct mock_copy {
     uint64_t src_offset, dst_offset, n;
 } mock_copy;
 
+/** A gate one call of an op stops at (see mock_gate_arm). */
+typedef struct mock_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool armed;     /* the op's next call stops here */
+    bool arrived;   /* a call is stopped here now */
+    bool open;      /* the stopped call may go on */
+    uint64_t passed; /* calls that stopped here and went on */
+} mock_gate;
+
 #define MOCK_LOG_MAX 4096
 #define MOCK_PENDING_MAX 1024
 
@@ -91,7 +105,65 @@ typedef struct mock_ctx {
     /* Held by alloc and free, which a device with a release thread calls
      * from two threads. */
     pthread_mutex_t lock;
+    mock_gate gates[MOCK_OP_COUNT];
 } mock_ctx;
+
+/* Called first thing by every op that has a gate: stops there when armed. */
+static inline void mock_gate_pass_(mock_ctx *m, mock_op op)
+{
+    mock_gate *g = &m->gates[op];
+    pthread_mutex_lock(&g->mu);
+    if (g->armed) {
+        g->armed = false;
+        g->arrived = true;
+        pthread_cond_broadcast(&g->cv);
+        while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
+        g->arrived = false;
+        g->passed++;
+        pthread_cond_broadcast(&g->cv);
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+/** Arms op's gate: the next call of op (alloc, free, read, write,
+ *  wait_device, copy or wait_copies), on whatever thread, stops at it until
+ *  mock_gate_open. */
+static inline void mock_gate_arm(mock_ctx *m, mock_op op)
+{
+    mock_gate *g = &m->gates[op];
+    pthread_mutex_lock(&g->mu);
+    g->armed = true;
+    g->open = false;
+    pthread_mutex_unlock(&g->mu);
+}
+
+/** Waits until a call stopped at op's gate; false after seconds without one
+ *  (the window the test wanted never opened). */
+static inline bool mock_gate_await(mock_ctx *m, mock_op op, int seconds)
+{
+    mock_gate *g = &m->gates[op];
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += seconds;
+    pthread_mutex_lock(&g->mu);
+    int r = 0;
+    while (!g->arrived && r != ETIMEDOUT) r = pthread_cond_timedwait(&g->cv, &g->mu, &until);
+    bool arrived = g->arrived;
+    pthread_mutex_unlock(&g->mu);
+    return arrived;
+}
+
+/** Lets the call stopped at op's gate (or the next one, if none has come
+ *  yet) go on, and disarms the gate. */
+static inline void mock_gate_open(mock_ctx *m, mock_op op)
+{
+    mock_gate *g = &m->gates[op];
+    pthread_mutex_lock(&g->mu);
+    g->open = true;
+    g->armed = false;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
 
 static inline void mock_log_(mock_ctx *m, mock_op op, uint64_t size, relo_status r)
 {
@@ -125,6 +197,7 @@ static inline void mock_land_(mock_ctx *m)
 static relo_status mock_alloc_(void *ctx, uint64_t size, void **buffer, uint64_t *address)
 {
     mock_ctx *m = ctx;
+    mock_gate_pass_(m, MOCK_ALLOC);
     relo_status r = RELO_OK;
     void *p = NULL;
     if (m->alloc_hook) m->alloc_hook(m->alloc_user);
@@ -153,6 +226,7 @@ static relo_status mock_alloc_(void *ctx, uint64_t size, void **buffer, uint64_t
 static void mock_free_(void *ctx, void *buffer, uint64_t size)
 {
     mock_ctx *m = ctx;
+    mock_gate_pass_(m, MOCK_FREE);
     if (m->free_hook) m->free_hook(m->free_user);
     memset(buffer, 0xDD, (size_t)size);
     free(buffer);
@@ -174,6 +248,7 @@ static void mock_flush_(void *ctx)
 static relo_status mock_write_(void *ctx, void *buffer, uint64_t offset, const void *src, uint64_t n)
 {
     mock_ctx *m = ctx;
+    mock_gate_pass_(m, MOCK_WRITE);
     m->calls[MOCK_WRITE]++;
     /* Writes and reads are not logged: tests check the order of device
      * calls around relocation, and pattern checks would drown them. */
@@ -184,6 +259,7 @@ static relo_status mock_write_(void *ctx, void *buffer, uint64_t offset, const v
 static relo_status mock_read_(void *ctx, void *buffer, uint64_t offset, void *dst, uint64_t n)
 {
     mock_ctx *m = ctx;
+    mock_gate_pass_(m, MOCK_READ);
     m->calls[MOCK_READ]++;
     memcpy(dst, (char *)buffer + offset, (size_t)n);
     return RELO_OK;
@@ -192,6 +268,7 @@ static relo_status mock_read_(void *ctx, void *buffer, uint64_t offset, void *ds
 static relo_status mock_wait_device_(void *ctx)
 {
     mock_ctx *m = ctx;
+    mock_gate_pass_(m, MOCK_WAIT_DEVICE);
     relo_status r = RELO_OK;
     if (m->wait_device_hook) m->wait_device_hook(m->wait_device_user);
     if (mock_refused_(m, MOCK_WAIT_DEVICE))
@@ -204,6 +281,7 @@ static relo_status mock_copy_(void *ctx, void *src, uint64_t src_offset, void *d
                               uint64_t dst_offset, uint64_t n)
 {
     mock_ctx *m = ctx;
+    mock_gate_pass_(m, MOCK_COPY);
     relo_status r = RELO_OK;
     if (mock_refused_(m, MOCK_COPY))
         r = m->refuse_with[MOCK_COPY] ? m->refuse_with[MOCK_COPY] : RELO_ERR_BACKEND;
@@ -228,6 +306,7 @@ static relo_status mock_copy_(void *ctx, void *src, uint64_t src_offset, void *d
 static relo_status mock_wait_copies_(void *ctx)
 {
     mock_ctx *m = ctx;
+    mock_gate_pass_(m, MOCK_WAIT_COPIES);
     relo_status r = RELO_OK;
     if (mock_refused_(m, MOCK_WAIT_COPIES))
         r = m->refuse_with[MOCK_WAIT_COPIES] ? m->refuse_with[MOCK_WAIT_COPIES] : RELO_ERR_BACKEND;
@@ -284,6 +363,10 @@ static inline relo_status mock_backend_create(mock_ctx *m, const relo_backend_pr
     relo_backend_props def = {32, UINT64_C(128) << 20, 0, 0};
     memset(m, 0, sizeof *m);
     pthread_mutex_init(&m->lock, NULL);
+    for (int op = 0; op < MOCK_OP_COUNT; op++) {
+        pthread_mutex_init(&m->gates[op].mu, NULL);
+        pthread_cond_init(&m->gates[op].cv, NULL);
+    }
     return relo_backend_create(&ops, m, props ? props : &def, out);
 }
 
