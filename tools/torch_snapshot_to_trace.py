@@ -3,6 +3,8 @@
 
 Usage: torch_snapshot_to_trace.py SNAPSHOT.pickle [-o OUT.trace[.gz]]
                                   [--device N] [--workload NAME]
+                                  [--max-bytes BYTES] [--max-events N]
+                                  [--max-memory BYTES]
 (installed as relo-torch-snapshot-to-trace)
 
 A snapshot is what torch.cuda.memory._dump_snapshot() writes: a pickle of
@@ -31,6 +33,18 @@ cannot be written, 2 for bad usage.
 
 The pickle is read with an Unpickler that refuses every class, so a
 snapshot can never run code: only dicts, lists, strings and numbers load.
+A hostile file costs bounded time and memory. The pickle data is read as
+a stream, gunzipped on the fly, and refused past --max-bytes (default
+4 GiB), so a small gzip file cannot grow into gigabytes. The entries of
+the device traces, of every action, are counted and refused past
+--max-events (default 50,000,000), and so are more than one entry per 4
+bytes of pickle: a real snapshot spends tens of bytes on each event, and
+only a pickle that repeats one event or one list by reference lists more.
+While converting, the process's address space is capped (RLIMIT_AS, where
+the system has it) at --max-memory beyond what it held at the start
+(default: half of physical memory), so a pickle of millions of tiny
+objects stops with a message instead of exhausting the machine.
+
 Text that comes from outside (the file name, --workload) is written into
 the header with every character that is not printable escaped (a newline
 becomes \\x0a), so no name can add a line to the trace or send a control
@@ -50,6 +64,80 @@ import zlib
 # number fits in 64 bits, and relo-replay replays at most 256 streams.
 MAX_TRACE_NUMBER = (1 << 64) - 1
 MAX_TRACE_STREAMS = 256
+
+
+# The bounds' defaults: pickle data read (after gunzip), entries of the
+# device traces read, and memory while converting (a share of this
+# machine's). A real snapshot spends tens of bytes of pickle on each event.
+DEFAULT_MAX_BYTES = 4 << 30
+DEFAULT_MAX_EVENTS = 50 * 1000 * 1000
+MIN_BYTES_PER_EVENT = 4
+EVENTS_WITHOUT_RATIO = 1000
+
+
+def default_max_memory():
+    """Half of this machine's physical memory; 8 GiB where unknown."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def size_text(n):
+    """n bytes in the largest binary unit that keeps it whole, e.g. 4 GiB."""
+    for shift, unit in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return "%d %s" % (n >> shift, unit)
+    return "%d bytes" % n
+
+
+def parse_size(text):
+    """A byte count with an optional binary unit: 4096, 512M, 4G, 1.5G."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper()
+    for suffix in ("IB", "B"):
+        if t.endswith(suffix) and len(t) > len(suffix) and t[-len(suffix) - 1] in "KMGT":
+            t = t[:-len(suffix)]
+    unit = t[-1:] if t[-1:] in "KMGT" else ""
+    try:
+        value = float(t[:len(t) - len(unit)]) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is not a byte count (such as 4096, 512M or 4G)" % text)
+    if not value >= 1 or value > 1 << 62:
+        raise argparse.ArgumentTypeError("'%s' is out of range (1 byte to 4 EiB)" % text)
+    return int(value)
+
+
+def parse_count(text):
+    """A positive whole number."""
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is not a whole number" % text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("'%s' is not above 0" % text)
+    return value
+
+
+def limit_memory(max_memory):
+    """Caps this process's address space at what it holds now plus
+    max_memory, so that loading a hostile pickle raises MemoryError
+    instead of exhausting the machine. Returns whether it could (Linux
+    and other systems with RLIMIT_AS)."""
+    try:
+        import resource
+        with open("/proc/self/statm") as f:
+            now = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        want = now + max_memory
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        if soft != resource.RLIM_INFINITY:
+            want = min(want, soft)
+        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+        return True
+    except (ImportError, OSError, ValueError, IndexError):
+        return False
 
 
 class RefusedClass(pickle.UnpicklingError):
@@ -118,8 +206,10 @@ def describe_bytes(data):
     return printable(repr(bytes(data[:16]))) + ("..." if len(data) > 16 else "")
 
 
-def explain_load_error(error, data):
-    """A sentence on why data did not load as plain-data pickle."""
+def explain_load_error(error, f):
+    """A sentence on why the pickle in file f (at its start) did not load
+    as plain data."""
+    data = f.peek(16)[:16]
     if not data:
         return "the file is empty"
     if data[:1] not in [PICKLE_STARTS[i:i + 1] for i in range(len(PICKLE_STARTS))]:
@@ -127,10 +217,12 @@ def explain_load_error(error, data):
     # Scan the opcodes (without running them) for the first one a snapshot
     # never holds, or the first that is no opcode at all.
     try:
-        for op, _, pos in pickletools.genops(data):
+        for op, _, pos in pickletools.genops(f):
             if op.name in FOREIGN_OPCODES:
                 return ("byte %d: pickle opcode %s, which %s: a PyTorch memory snapshot holds "
                         "dicts, lists, strings and numbers only" % (pos, op.name, FOREIGN_OPCODES[op.name]))
+    except NotASnapshot:
+        raise
     except Exception as e:  # genops stops at the first malformed opcode
         if "unknown" in str(e):
             return "corrupt pickle: %s" % printable(str(e))
@@ -146,24 +238,93 @@ def explain_load_error(error, data):
     return "malformed pickle: %s (the file is corrupt, or not a snapshot)" % printable(text)
 
 
-def load_snapshot(path):
-    """Returns the snapshot object from path (a pickle, optionally gzipped).
-    Raises NotASnapshot with a sentence when it does not load as plain data."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:2] == b"\x1f\x8b":
+class Limits:
+    """The bounds on what a snapshot may cost (see the module comment)."""
+
+    def __init__(self, max_bytes, max_events):
+        self.max_bytes = max_bytes
+        self.max_events = max_events
+        self.pickle_bytes = 0   # bytes of pickle data read, after gunzip
+        self.events = 0         # entries of device traces read, every action
+
+    def take_event(self):
+        """Counts one entry read from a device trace; refuses one too many."""
+        self.events += 1
+        if self.events > self.max_events:
+            raise NotASnapshot("more than %d events in its device traces, the most converted "
+                               "(--max-events raises the limit)" % self.max_events)
+        # A real snapshot spends tens of bytes on each event; a pickle that
+        # names one object again costs two. Many more events than bytes / 4
+        # means events repeated by reference, which no snapshot holds.
+        if self.events > max(EVENTS_WITHOUT_RATIO, self.pickle_bytes // MIN_BYTES_PER_EVENT):
+            raise NotASnapshot("its device traces hold over %d events in %d bytes of pickle: it repeats "
+                               "events by reference, which a PyTorch snapshot never does"
+                               % (self.events - 1, self.pickle_bytes))
+
+
+class BoundedReader(io.RawIOBase):
+    """The bytes of a file, gunzipped when they are gzip data, stopping
+    with NotASnapshot past limits.max_bytes (so a small gzip file cannot
+    make the converter decode gigabytes)."""
+
+    def __init__(self, raw, gz, limits):
+        io.RawIOBase.__init__(self)
+        self.source = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
+        self.gz = gz
+        self.limits = limits
+        self.position = 0
+
+    def readable(self):
+        return True
+
+    def tell(self):
+        return self.position
+
+    def readinto(self, buffer):
         try:
-            data = gzip.decompress(data)
+            n = self.source.readinto(buffer)
         except (OSError, EOFError, zlib.error) as e:
+            if not self.gz:
+                raise
             raise NotASnapshot("corrupt or truncated gzip data (%s)" % printable(str(e)))
+        self.limits.pickle_bytes += n
+        self.position += n
+        if self.limits.pickle_bytes > self.limits.max_bytes:
+            raise NotASnapshot("more than %s of pickle data%s, the most read (--max-bytes raises the limit)"
+                               % (size_text(self.limits.max_bytes), " after gunzip" if self.gz else ""))
+        return n
+
+
+def open_bounded(path, limits):
+    """path opened for reading through a BoundedReader, buffered."""
+    raw = open(path, "rb")
     try:
-        return DataOnlyUnpickler(io.BytesIO(data)).load()
-    except RefusedClass as e:
-        raise NotASnapshot(str(e))
-    except RecursionError:
-        raise NotASnapshot("the pickle nests deeper than this Python can load")
-    except Exception as e:  # every other failure of the C unpickler
-        raise NotASnapshot(explain_load_error(e, data))
+        gz = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        return io.BufferedReader(BoundedReader(raw, gz, limits), 1 << 16)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def load_snapshot(path, limits):
+    """Returns the snapshot object from path (a pickle, optionally gzipped).
+    Raises NotASnapshot with a sentence when it does not load as plain data
+    or passes limits.max_bytes, and MemoryError past the memory limit."""
+    with open_bounded(path, limits) as f:
+        try:
+            return DataOnlyUnpickler(f).load()
+        except (NotASnapshot, MemoryError, OSError):
+            raise
+        except RefusedClass as e:
+            raise NotASnapshot(str(e))
+        except RecursionError:
+            raise NotASnapshot("the pickle nests deeper than this Python can load")
+        except Exception as e:  # every other failure of the C unpickler
+            failure = e
+    # Said outside the handler, where the objects the load made are freed.
+    with open_bounded(path, Limits(limits.max_bytes, limits.max_events)) as f:
+        raise NotASnapshot(explain_load_error(failure, f))
 
 
 class BadEvent(ValueError):
@@ -204,17 +365,20 @@ def describe_addr(addr):
     return describe_value(addr)
 
 
-def convert(events, device=0):
-    """Returns (lines of events, stats) for one device's event list."""
+def convert(events, device, limits):
+    """Returns (the trace's event lines as bytes, stats) for one device's
+    event list; every entry read counts against limits."""
     if not isinstance(events, list):
         raise ValueError("device %d: its trace is a %s, not a list" % (device, type(events).__name__))
-    lines = []
+    lines = bytearray()
+    count = 0
     live = {}          # address -> (trace id, size, event index)
     streams = {}       # snapshot stream -> small integer
     next_id = 1
     live_bytes = peak = total = max_alloc = 0
     skipped = 0
     for index, ev in enumerate(events):
+        limits.take_event()
         if not isinstance(ev, dict):
             raise BadEvent(device, index, "a %s, not a dict" % type(ev).__name__)
         action = ev.get("action")
@@ -249,7 +413,8 @@ def convert(events, device=0):
                                % MAX_TRACE_STREAMS)
             stream = streams.setdefault(stream, len(streams))
             live[addr] = (next_id, size, index)
-            lines.append("a %d %d" % (next_id, size) + (" %d" % stream if stream else ""))
+            lines += b"a %d %d %d\n" % (next_id, size, stream) if stream else b"a %d %d\n" % (next_id, size)
+            count += 1
             next_id += 1
             live_bytes += size
             total += size
@@ -260,9 +425,10 @@ def convert(events, device=0):
                 skipped += 1   # allocated before the ring buffer began
                 continue
             tid, tsize, _ = live.pop(addr)
-            lines.append("f %d" % tid)
+            lines += b"f %d\n" % tid
+            count += 1
             live_bytes -= tsize
-    stats = {"events": len(lines), "peak_live_bytes": peak, "total_allocated_bytes": total,
+    stats = {"events": count, "peak_live_bytes": peak, "total_allocated_bytes": total,
              "max_alloc_bytes": max_alloc, "skipped_frees": skipped, "live_at_end": len(live),
              "streams": len(streams)}
     return lines, stats
@@ -279,27 +445,26 @@ def device_path(output, device):
 
 
 def write_trace(out, lines, stats, workload, source):
-    out.write("# relo-trace 1\n")
-    out.write("# workload: %s\n" % printable(workload))
-    out.write("# source: %s\n" % printable(source))
+    """Writes the header and the event lines (bytes) to the binary file out."""
+    head = ["# relo-trace 1", "# workload: %s" % printable(workload), "# source: %s" % printable(source)]
     for key in ("events", "peak_live_bytes", "total_allocated_bytes", "max_alloc_bytes"):
-        out.write("# %s: %d\n" % (key, stats[key]))
-    out.write("# skipped_frees: %d (blocks allocated before the snapshot's trace began)\n"
-              % stats["skipped_frees"])
-    for line in lines:
-        out.write(line + "\n")
+        head.append("# %s: %d" % (key, stats[key]))
+    head.append("# skipped_frees: %d (blocks allocated before the snapshot's trace began)" % stats["skipped_frees"])
+    out.write(("\n".join(head) + "\n").encode("utf-8"))
+    out.write(lines)
 
 
 def write_file(path, lines, stats, workload, source):
     if path and path.endswith(".gz"):
-        with gzip.open(path, "wt", encoding="utf-8") as out:
+        with gzip.open(path, "wb") as out:
             write_trace(out, lines, stats, workload, source)
     elif path:
-        with open(path, "w", encoding="utf-8") as out:
+        with open(path, "wb") as out:
             write_trace(out, lines, stats, workload, source)
     else:
-        write_trace(sys.stdout, lines, stats, workload, source)
         sys.stdout.flush()
+        write_trace(sys.stdout.buffer, lines, stats, workload, source)
+        sys.stdout.buffer.flush()
 
 
 def say(*parts):
@@ -315,9 +480,21 @@ def main(argv=None):
     ap.add_argument("--device", type=int, help="convert only this device (default: each device "
                     "with events, one trace each)")
     ap.add_argument("--workload", help="workload name for the header (default: file name)")
+    ap.add_argument("--max-bytes", type=parse_size, default=DEFAULT_MAX_BYTES, metavar="BYTES",
+                    help="read at most this much pickle data, after gunzip (default %s)"
+                    % size_text(DEFAULT_MAX_BYTES))
+    ap.add_argument("--max-events", type=parse_count, default=DEFAULT_MAX_EVENTS, metavar="N",
+                    help="read at most this many events from the device traces, of every action "
+                    "(default %d)" % DEFAULT_MAX_EVENTS)
+    ap.add_argument("--max-memory", type=parse_size, default=None, metavar="BYTES",
+                    help="use at most this much memory (default: half of physical memory; "
+                    "where the system caps address space)")
     args = ap.parse_args(argv)
+    limits = Limits(args.max_bytes, args.max_events)
+    max_memory = args.max_memory or default_max_memory()
+    limit_memory(max_memory)
     try:
-        snapshot = load_snapshot(args.snapshot)
+        snapshot = load_snapshot(args.snapshot, limits)
         traces = device_traces(snapshot)
         if args.device is not None:
             if args.device < 0 or args.device >= len(traces):
@@ -327,9 +504,15 @@ def main(argv=None):
             chosen = list(range(len(traces)))
         converted = []
         for d in chosen:
-            lines, stats = convert(traces[d], d)
+            limits.take_event()  # an empty device costs a little too
+            lines, stats = convert(traces[d], d, limits)
             if lines:
                 converted.append((d, lines, stats))
+        del snapshot, traces
+    except MemoryError:
+        say(args.snapshot, "loading it needs more than %s of memory, the most allowed (--max-memory raises "
+            "the limit)" % size_text(max_memory))
+        return 1
     except OSError as e:
         say(args.snapshot, "cannot read", e.strerror or e)
         return 1

@@ -208,6 +208,35 @@ def main():
             if rr.returncode not in (0, 1) or '"events":256,' not in rr.stdout or '"streams":256' not in rr.stdout:
                 failures.append("relo-replay did not read the edge trace: %d %r" % (rr.returncode, rr.stderr))
 
+        # Bounds: pickle data after gunzip (a small gzip file of a large
+        # pickle), events read, events repeated by reference (a small file
+        # that would list millions), and memory while loading.
+        fr = {"action": "free_completed", "addr": 0x1000, "size": 8}
+        bomb = os.path.join(tmp, "bomb.pickle.gz")
+        with open(bomb, "wb") as f:
+            f.write(gzip.compress(pickle.dumps({"device_traces": [[event]], "pad": b"\0" * (8 << 20)})))
+        shared = os.path.join(tmp, "shared.pickle")
+        with open(shared, "wb") as f:
+            pickle.dump({"device_traces": [[event, fr] * 500] * 1000}, f)
+        dicts = os.path.join(tmp, "dicts.pickle")
+        with open(dicts, "wb") as f:
+            f.write(b"\x80\x04](" + b"}" * 3000000 + b"e.")
+        for args, rc, want in (
+                ([bomb, "--max-bytes", "1M"], 1, "more than 1 MiB of pickle data after gunzip, the most read "
+                 "(--max-bytes raises the limit)"),
+                ([bomb], 0, ""),
+                ([snap, "--max-events", "5"], 1, "more than 5 events in its device traces, the most converted "
+                 "(--max-events raises the limit)"),
+                ([snap, "--max-events", "9"], 0, ""),
+                ([shared], 1, "it repeats events by reference, which a PyTorch snapshot never does"),
+                ([dicts, "--max-memory", "64M"], 1, "loading it needs more than 64 MiB of memory, the most allowed "
+                 "(--max-memory raises the limit)"),
+                ([snap, "--max-bytes", "lots"], 2, "'lots' is not a byte count"),
+                ([snap, "--max-events", "0"], 2, "'0' is not above 0")):
+            r = run(args)
+            if r.returncode != rc or want not in r.stderr or "Traceback" in r.stderr:
+                failures.append("%s: %d %r, expected %d and %r" % (args[1:], r.returncode, r.stderr[-400:], rc, want))
+
         # An unwritable -o: a sentence and status 1, no traceback.
         r = run([snap, "-o", os.path.join(tmp, "no-such-dir", "x.trace")])
         if r.returncode != 1 or "cannot write" not in r.stderr or "Traceback" in r.stderr:
