@@ -327,7 +327,10 @@ int main(int argc, char **argv)
         }
         trace_print_warnings(&t, strcmp(o.traces[i], "-") == 0 ? "stdin" : o.traces[i], stderr);
         if (!o.json && !o.quiet && i > 0) fputc('\n', stdout);
-        int s = replay_one(&o, o.traces[i], &t, same_name_before(o.traces, i), &first_json);
+        /* Messages name the file escaped: its name may hold control bytes. */
+        char shown[4 * TRACE_NAME_MAX];
+        trace_escape_name(o.traces[i], shown, sizeof shown);
+        int s = replay_one(&o, shown, &t, same_name_before(o.traces, i), &first_json);
         if (s > status) status = s;
         trace_free(&t);
     }

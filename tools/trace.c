@@ -85,8 +85,10 @@ bool trace_full(const trace *t)
     return t->event_count >= trace_event_limit(t);
 }
 
-void trace_print_warnings(const trace *t, const char *path, FILE *f)
+void trace_print_warnings(const trace *t, const char *file, FILE *f)
 {
+    char path[TRACE_NAME_MAX];
+    trace_escape_name(file, path, sizeof path);
     if (t->skipped_frees)
         fprintf(f,
                 "%s:%llu: warning: skipped %llu free%s of pointers the log never allocated (the first\n"
@@ -130,15 +132,57 @@ void trace_set_name_from_path(trace *t, const char *path)
     if (ends_with(base, n, ".gz")) n -= 3;
     if (ends_with(base, n, ".trace")) n -= 6;
     else if (ends_with(base, n, ".csv")) n -= 4;
-    if (n >= sizeof t->name) n = sizeof t->name - 1;
-    memcpy(t->name, base, n);
-    t->name[n] = '\0';
+    char raw[TRACE_NAME_MAX];
+    if (n >= sizeof raw) n = sizeof raw - 1;
+    memcpy(raw, base, n);
+    raw[n] = '\0';
+    trace_escape_name(raw, t->name, sizeof t->name);
+}
+
+/* The length of the valid UTF-8 sequence at s that is not a control, or 0:
+ * a lead byte, its continuation bytes, no overlong form, no surrogate,
+ * nothing past U+10FFFF, and no C1 control (U+0080 to U+009F). */
+static size_t utf8_printable(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    for (size_t i = 1; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf) return 0;
+    unsigned char lo = 0x80, hi = 0xbf; /* the range of the second byte */
+    if (c == 0xc2) lo = 0xa0;           /* U+0080..U+009F are C1 controls */
+    else if (c == 0xe0) lo = 0xa0;      /* overlong */
+    else if (c == 0xed) hi = 0x9f;      /* surrogates */
+    else if (c == 0xf0) lo = 0x90;      /* overlong */
+    else if (c == 0xf4) hi = 0x8f;      /* past U+10FFFF */
+    return n && s[1] >= lo && s[1] <= hi ? n : 0;
+}
+
+char *trace_escape_name(const char *name, char *out, size_t cap)
+{
+    if (cap == 0) return out;
+    const unsigned char *s = (const unsigned char *)name;
+    size_t o = 0;
+    while (*s) {
+        size_t n = *s >= 0x20 && *s < 0x7f ? 1 : *s >= 0x80 ? utf8_printable(s) : 0;
+        if (n) {
+            if (o + n >= cap) break;
+            memcpy(out + o, s, n);
+            o += n;
+            s += n;
+        } else {
+            if (o + 4 >= cap) break;
+            snprintf(out + o, 5, "\\x%02x", *s++);
+            o += 4;
+        }
+    }
+    out[o] = '\0';
+    return out;
 }
 
 bool trace_fail(trace_error *err, const char *file, uint64_t line, const char *fmt, ...)
 {
     if (!err) return false;
-    snprintf(err->file, sizeof err->file, "%s", file ? file : "(trace)");
+    trace_escape_name(file ? file : "(trace)", err->file, sizeof err->file);
     err->line = line;
     va_list ap;
     va_start(ap, fmt);

@@ -96,8 +96,8 @@ bool trace_full(const trace *t);
 
 /**
  * Prints one line per kind of input a reader accepted with a warning
- * (frees skipped, sizes that differ), prefixed by path, to f. Prints
- * nothing for a trace without any.
+ * (frees skipped, sizes that differ), prefixed by path (escaped as
+ * trace_escape_name does), to f. Prints nothing for a trace without any.
  */
 void trace_print_warnings(const trace *t, const char *path, FILE *f);
 
@@ -107,8 +107,20 @@ void trace_print_warnings(const trace *t, const char *path, FILE *f);
  */
 bool trace_stream_index(trace *t, uint64_t number, uint16_t *index);
 
-/** Sets t->name from a path: the base name without ".gz", ".trace", ".csv". */
+/** Sets t->name from a path: the base name without ".gz", ".trace", ".csv",
+ *  escaped as trace_escape_name does. */
 void trace_set_name_from_path(trace *t, const char *path);
+
+/**
+ * Copies name to out (cap bytes, always NUL-terminated, cut at cap) with
+ * every byte a terminal would act on written as \xHH: control bytes
+ * (below 0x20, 0x7f), C1 controls (U+0080 to U+009F, which some terminals
+ * obey), and bytes that are not valid UTF-8. Valid UTF-8 text is kept as
+ * is. Every message that prints a file name prints it through this, so
+ * a name cannot send an escape sequence to the terminal or split a line.
+ * Returns out.
+ */
+char *trace_escape_name(const char *name, char *out, size_t cap);
 
 /**
  * Fills err (file, line, printf-style message). Always returns false, so a

@@ -392,6 +392,40 @@ static const char *reused_pointer_log(size_t n)
     return fclose(f) == 0 ? path : NULL;
 }
 
+/* Whether got is want; prints both when not. */
+static bool same_text(const char *got, const char *want)
+{
+    if (strcmp(got, want) == 0) return true;
+    fprintf(stderr, "  got '%s', wanted '%s'\n", got, want);
+    return false;
+}
+
+CHECK_TEST(names_are_escaped_for_the_terminal)
+{
+    char out[64];
+    /* Printable ASCII and valid UTF-8 (e acute, a CJK character, an emoji) stay. */
+    expect_true(same_text(trace_escape_name("run-1.trace", out, sizeof out), "run-1.trace"));
+    expect_true(same_text(trace_escape_name("caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80", out, sizeof out),
+                  "caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80"));
+    /* ESC, BEL, newline, DEL; the C1 control CSI (U+009B); a lone
+     * continuation byte, an overlong slash, a surrogate, a cut sequence. */
+    expect_true(same_text(trace_escape_name("a\x1b[2J\x07\n\x7f", out, sizeof out), "a\\x1b[2J\\x07\\x0a\\x7f"));
+    expect_true(same_text(trace_escape_name("\xc2\x9b" "31m", out, sizeof out), "\\xc2\\x9b31m"));
+    expect_true(same_text(trace_escape_name("\x80\xc0\xaf\xed\xa0\x80\xe4\xb8", out, sizeof out),
+                  "\\x80\\xc0\\xaf\\xed\\xa0\\x80\\xe4\\xb8"));
+    /* Cut at the capacity, never inside an escape or a character. */
+    expect_true(same_text(trace_escape_name("ab\x1b", out, 6), "ab"));
+    expect_true(same_text(trace_escape_name("a\xc3\xa9", out, 3), "a"));
+    /* A reader's message and a trace's name carry the escaped form. */
+    trace t;
+    trace_error e;
+    expect_true(!trace_read_buffer("x 1\n", 4, "bad\x1b]0;t\x07.trace", TRACE_FORMAT_RELO, &t, &e));
+    expect_true(same_text(e.file, "bad\\x1b]0;t\\x07.trace"));
+    trace_free(&t);
+    trace_set_name_from_path(&t, "/d/n\x1b[1m.trace.gz");
+    expect_true(same_text(t.name, "n\\x1b[1m"));
+}
+
 CHECK_TEST(event_limit_refuses_a_trace_past_it)
 {
     expect_ge(trace_default_max_events(), 4096);
