@@ -3,6 +3,6 @@
 # Included from bench/CMakeLists.txt; needs the trace reader of tools/.
 #
 #   build-bench/bench/bench_replay examples/traces/*.trace.gz
-#   bench/fragmentation.sh build-bench/tools/relo-replay examples/traces
+#   build-bench/tools/relo-replay --table md examples/traces   (the README's fit table)
 include(${PROJECT_SOURCE_DIR}/tools/trace.cmake)
 relo_add_bench(bench_replay LIBS relo_trace ${CMAKE_DL_LIBS})

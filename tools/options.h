@@ -13,6 +13,15 @@
 #include "replay_backend.h"
 #include "trace_reader.h"
 
+/** --table: one summary row per trace instead of each trace's report. */
+typedef enum options_table {
+    OPTIONS_TABLE_NONE = 0,     /**< no table: each trace's report */
+    OPTIONS_TABLE_TEXT,         /**< aligned columns for a terminal */
+    OPTIONS_TABLE_MD,           /**< a Markdown table */
+    OPTIONS_TABLE_JSON,         /**< one JSON object */
+    OPTIONS_TABLE_COUNT
+} options_table;
+
 typedef struct options {
     replay_backend_kind backend;
     trace_format format;
@@ -36,6 +45,7 @@ typedef struct options {
     const char *svg;
     const char *html;           /**< --html: the interactive report's file */
     bool baselines[BASELINE_KIND_COUNT]; /**< --baseline: models replayed beside relo */
+    options_table table;        /**< --table: the summary table (tools/table.h) */
     char **traces;              /**< points into argv */
     int trace_count;
 } options;

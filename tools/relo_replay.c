@@ -4,7 +4,8 @@
  *
  * Each trace is read whole (events in memory, text streamed), replayed
  * once with full recording, and, with --fit, replayed again on smaller
- * devices by bisection.
+ * devices by bisection. --table measures many traces into one summary
+ * table instead (table.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "report.h"
 #include "svg.h"
 #include "sweep.h"
+#include "table.h"
 #include "trace_reader.h"
 #include "units.h"
 
@@ -297,6 +299,45 @@ static int replay_one(const options *o, const char *path, const trace *t, int sa
     return status;
 }
 
+/* --table: one row per trace (folders expanded), measured by table.c.
+ * Returns the exit status, as replay_one's are combined in main. */
+static int run_table(const options *o)
+{
+    table_paths list;
+    if (!table_paths_expand(o->traces, o->trace_count, &list)) return EXIT_USAGE;
+    progress bar;
+    progress_init(&bar, !o->quiet);
+    replay_config cfg = base_config(o, &bar);
+    int status = 0, rows = 0;
+    table_begin(stdout, o);
+    for (int i = 0; i < list.count; i++) {
+        const char *path = list.paths[i];
+        trace t;
+        trace_error err;
+        if (!trace_read_path(path, o->format, o->max_events, &t, &err)) {
+            trace_error_print(&err);
+            table_write_unreadable(stdout, o, path, &err, rows++);
+            trace_free(&t);
+            if (status < EXIT_USAGE) status = EXIT_USAGE;
+            continue;
+        }
+        trace_print_warnings(&t, strcmp(path, "-") == 0 ? "stdin" : path, stderr);
+        table_row row;
+        if (!table_measure(&t, path, &cfg, &row)) {
+            for (int k = 0; k < TABLE_RUN_COUNT; k++)
+                if (row.runs[k].error[0])
+                    fprintf(stderr, "%s: %s: %s\n", path, table_run_kind_name((table_run_kind)k), row.runs[k].error);
+            if (status < EXIT_REPLAY_FAILED) status = EXIT_REPLAY_FAILED;
+        }
+        table_write_row(stdout, o, &row, rows++);
+        fflush(stdout);
+        trace_free(&t);
+    }
+    table_end(stdout, o);
+    table_paths_free(&list);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -308,6 +349,7 @@ int main(int argc, char **argv)
                 replay_backend_name(o.backend));
         return EXIT_USAGE;
     }
+    if (o.table != OPTIONS_TABLE_NONE) return run_table(&o);
     int status = 0;
     bool first_json = true;
     if (o.json) fputs("{\"tool\":\"relo-replay\",\"version\":\"" RELO_VERSION_STRING "\",\"traces\":[\n", stdout);

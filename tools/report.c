@@ -21,10 +21,15 @@ static const char *policy_name(relo_policy p)
     return p == RELO_POLICY_SEED ? "seed" : "dense";
 }
 
-/* Backend calls per 1,000 events: what a driver would be asked. */
+double report_per_1k_events(uint64_t calls, uint64_t events_done)
+{
+    return events_done ? 1000.0 * (double)calls / (double)events_done : 0.0;
+}
+
+/* Backend calls per 1,000 events of r: what a driver would be asked. */
 static double per_1k_events(uint64_t calls, const replay_result *r)
 {
-    return r->events_done ? 1000.0 * (double)calls / (double)r->events_done : 0.0;
+    return report_per_1k_events(calls, r->events_done);
 }
 
 static double ratio(uint64_t a, uint64_t b)
@@ -39,13 +44,12 @@ static double ns_per_event(const report *rep)
 
 /* Time-averaged reserved ÷ time-averaged live: the memory-time product of
  * the pages held over that of the allocations, both summed over events. */
-static double time_avg_ratio(const replay_result *r)
+double report_time_avg_ratio(const replay_result *r)
 {
     return r->live_event_sum > 0 ? r->reserved_event_sum / r->live_event_sum : 0.0;
 }
 
-/* Bytes relocation copied ÷ bytes the trace allocated. */
-static double moved_ratio(const replay_result *r)
+double report_moved_ratio(const replay_result *r)
 {
     return ratio(r->stats.bytes_moved, r->stats.bytes_allocated_total);
 }
@@ -62,12 +66,12 @@ static void text_over_time(FILE *f, const char *indent, const replay_result *r)
 {
     char label[48], res[32], live[32];
     snprintf(label, sizeof label, "%stime-avg reserved / live", indent);
-    fprintf(f, "  %-26s %20.3f\n", label, time_avg_ratio(r));
+    fprintf(f, "  %-26s %20.3f\n", label, report_time_avg_ratio(r));
     snprintf(label, sizeof label, "%send reserved / live", indent);
     fprintf(f, "  %-26s %20s  (%s / %s)\n", label, "", units_format_bytes(r->end_reserved, res, sizeof res),
             units_format_bytes(r->end_live, live, sizeof live));
     snprintf(label, sizeof label, "%sbytes moved / allocated", indent);
-    fprintf(f, "  %-26s %19.3f%%\n", label, 100.0 * moved_ratio(r));
+    fprintf(f, "  %-26s %19.3f%%\n", label, 100.0 * report_moved_ratio(r));
 }
 
 void report_text(FILE *f, const report *rep)
@@ -227,20 +231,20 @@ void report_json(FILE *f, const report *rep)
     fprintf(f, ",\"backend_allocs_per_1k_events\":%.3f,\"backend_frees_per_1k_events\":%.3f",
             per_1k_events(s->backend_allocs, r), per_1k_events(s->backend_frees, r));
     if (r->samples.points) {
-        fprintf(f, ",\"time_avg_reserved_ratio\":%.6f", time_avg_ratio(r));
+        fprintf(f, ",\"time_avg_reserved_ratio\":%.6f", report_time_avg_ratio(r));
     } else {
         fputs(",\"time_avg_reserved_ratio\":null", f);
     }
     fprintf(f, ",\"end_live_bytes\":%" PRIu64 ",\"end_reserved_bytes\":%" PRIu64 ",\"bytes_moved_ratio\":%.6f",
-            r->end_live, r->end_reserved, moved_ratio(r));
+            r->end_live, r->end_reserved, report_moved_ratio(r));
     if (rep->at_fit) {
         const replay_result *fr = rep->at_fit;
         fprintf(f, ",\"at_fit\":{\"capacity\":%" PRIu64 ",\"ok\":%s,\"peak_reserved_bytes\":%" PRIu64
                    ",\"time_avg_reserved_ratio\":%.6f,\"end_live_bytes\":%" PRIu64 ",\"end_reserved_bytes\":%" PRIu64
                    ",\"bytes_moved\":%" PRIu64 ",\"bytes_moved_ratio\":%.6f,\"backend_allocs_per_1k_events\":%.3f"
                    ",\"backend_frees_per_1k_events\":%.3f}",
-                rep->fit->capacity, fr->status == RELO_OK ? "true" : "false", fr->peak_reserved, time_avg_ratio(fr),
-                fr->end_live, fr->end_reserved, fr->stats.bytes_moved, moved_ratio(fr),
+                rep->fit->capacity, fr->status == RELO_OK ? "true" : "false", fr->peak_reserved, report_time_avg_ratio(fr),
+                fr->end_live, fr->end_reserved, fr->stats.bytes_moved, report_moved_ratio(fr),
                 per_1k_events(fr->stats.backend_allocs, fr), per_1k_events(fr->stats.backend_frees, fr));
     } else {
         fputs(",\"at_fit\":null", f);

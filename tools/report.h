@@ -44,4 +44,16 @@ void report_json_unreadable(FILE *f, const char *path, const trace_error *err);
 /** Writes s as a JSON string literal, quotes included. */
 void report_json_string(FILE *f, const char *s);
 
+/** Device calls per 1,000 events done (0 when no event was done): how
+ *  often a real device's allocator would be asked. */
+double report_per_1k_events(uint64_t calls, uint64_t events_done);
+
+/** Time-averaged reserved ÷ live of a recorded replay: bytes reserved
+ *  summed over its events ÷ bytes live summed over them (0 when nothing
+ *  was live, or the replay kept no sums). */
+double report_time_avg_ratio(const replay_result *r);
+
+/** Bytes relocation copied ÷ bytes the trace allocated (0 when none were). */
+double report_moved_ratio(const replay_result *r);
+
 #endif /* RELO_TOOLS_REPORT_H */
