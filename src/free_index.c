@@ -15,8 +15,8 @@
 /* How many slices of one class a search compares before it settles. Among
  * slices of one length the lowest address wins, as in the size-ordered
  * tree this index replaced: stopping at the first exact fit instead made
- * transformer_train_growing's fit 2 % worse (docs/policy.md), while eight
- * left every shared trace's fit as it was. */
+ * transformer_train_growing's fit 2 % worse, while eight left every
+ * shipped trace's fit as it was. */
 #define SCAN_LIMIT 8u
 
 static uint32_t lsb64(uint64_t v)

@@ -6,7 +6,7 @@
  *   adaptive   (layout_adaptive.c) the seed policy: sizes ≤ 64 KiB in the
  *              small pool (8 MiB pages, first fit), the rest in the arena
  *              (arena.h: one sliced pool per page size grown through);
- *   dense      (layout_dense.c) the dense policy (docs/policy.md): best fit
+ *   dense      (layout_dense.c) the dense policy (docs/placement.md): best fit
  *              in a fine and a large pool whose pages follow the workload;
  *   buckets    (layout_buckets.c) RELO_LAYOUT_EXCLUSIVE: 24 exclusive
  *              pools of sizes spaced evenly in log scale.

@@ -1,5 +1,5 @@
 /*
- * layout_dense.c — the dense policy's layout (layout.h, docs/policy.md):
+ * layout_dense.c — the dense policy's layout (layout.h, docs/placement.md):
  * dynamic memory carved as a fine-grained caching allocator would, best fit
  * in two pools by size, and packed by compaction (compaction.c) when the
  * device refuses a page, on relo_reclaim, and before a pool takes a new

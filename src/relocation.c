@@ -254,7 +254,7 @@ static void plan_arena(relo_stream *s, relo_pass *plan)
      * next reservations would have used: a pass that does not give back at
      * least a granule more than it takes (a page, net) only copies, and
      * the allocations it would move often die soon anyway. It is not
-     * started (docs/policy.md: it made the seed policy's fit worse). */
+     * started (docs/alternatives.md: it made the seed policy's fit worse). */
     if (plan->reason == RELO_REASON_MEMORY_PRESSURE && (given < taken || given - taken < s->device->granule))
         free_targets(plan, mark);
 }

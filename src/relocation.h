@@ -276,7 +276,7 @@ bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
 
 /* ---- dense packing (compaction.c) ------------------------------------------
  * Packing live allocations of the dense policy's pools
- * (docs/design.md §10, docs/policy.md): the pages with the fewest live bytes are
+ * (docs/design.md §6.5, docs/placement.md): the pages with the fewest live bytes are
  * emptied into the free room of denser pages of the same pool, each page
  * all-or-nothing, through the relocation pass machinery (same copy,
  * abandon, leak and commit path; nothing moves while a stream records;
@@ -369,7 +369,7 @@ void relo__note_blocking_size(uint64_t *sizes, uint32_t *n, uint32_t cap, uint64
 bool relo__compact_merge_tails(relo_device *device, relo_pool *pool, uint64_t length);
 
 /* ---- packing a page in place (slide.c) -------------------------------------
- * Packing pages in place (docs/design.md §10, docs/policy.md):
+ * Packing pages in place (docs/design.md §6.5, docs/placement.md):
  * the live allocations of a dense pool's page slide toward its start, so its
  * scattered free room becomes one run at its end. This is the move left when
  * no other page has room to take a page's allocations: a request of the

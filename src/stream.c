@@ -132,7 +132,7 @@ static relo_status reserve_in_layout(struct relo_stream *s, uint64_t size, uint3
 }
 
 /* The reservations no layout serves: a mode's own pool, and size 0 in the
- * tiny pool (design §3.6, routing order). */
+ * tiny pool (design §3.5, routing order). */
 RELO_NOINLINE static relo_status route_outside_layout(struct relo_stream *s, relo_mode mode, uint64_t size,
                                                       uint32_t slot, bool allow, relo_slice **out)
 {
@@ -148,7 +148,7 @@ RELO_NOINLINE static relo_status route_outside_layout(struct relo_stream *s, rel
     return relo__exclusive_reserve(&s->tiny, 0, slot, allow, out);
 }
 
-/* Routes one reservation to its pool (design §3.6, routing order): a
+/* Routes one reservation to its pool (design §3.5, routing order): a
  * mode's pool, then size 0's, then the layout. */
 static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, relo_slice **out)
 {

@@ -57,7 +57,7 @@ static inline void relo__stream_drop_empty_pools(struct relo_stream *stream)
     if (arena) relo__arena_drop_empty_pools(arena);
 }
 
-/** Reserves on the stream, with cleanup, relocation and retries (design §3.6,
+/** Reserves on the stream, with cleanup, relocation and retries (design §3.5,
  *  §5, §6.4). The device lock is held. */
 relo_status relo__stream_reserve(struct relo_stream *stream, uint64_t size, relo_handle *out);
 

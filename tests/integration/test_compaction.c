@@ -1,5 +1,5 @@
 /*
- * test_compaction.c — the dense policy's compaction (docs/policy.md): it
+ * test_compaction.c — the dense policy's compaction (docs/placement.md): it
  * keeps every byte, moves a page all or nothing, never touches a guarded
  * page, loses nothing when a pass is abandoned or its outcome is unknown,
  * and makes a workload fit when the device refuses a page. The last cases

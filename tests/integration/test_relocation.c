@@ -665,7 +665,7 @@ CHECK_MAIN()
 
 /* A pressure relocation that cannot give a page back is not started: the
  * outdated page is full, so moving it would take as much room in the
- * current page as it gives back (docs/policy.md). With room left on the
+ * current page as it gives back (docs/placement.md). With room left on the
  * outdated page the same relocation does give back, and runs. */
 static void pressure_gain_case(uint64_t second, bool expect_move)
 {
