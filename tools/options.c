@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sweep.h"
 #include "units.h"
 
 void options_usage(FILE *f)
@@ -39,7 +40,8 @@ void options_usage(FILE *f)
         "                             each a multiple of peak live bytes (0.0025 or\n"
         "                             0.25%); FROM may be 'fit', the fit capacity\n"
         "                             (implies --fit). Fails when any replay runs out\n"
-        "                             of memory; e.g. --sweep fit:1.5:0.25%\n"
+        "                             of memory; e.g. --sweep fit:1.5:0.25%. At most\n"
+        "                             100,000 replays (SWEEP_MAX_REPLAYS)\n"
         "  --granule BYTES            sim, host: each buffer takes its size rounded up\n"
         "                             to this from the capacity, as a GPU driver\n"
         "                             charges; default 2M (CUDA's), 1 = plain bytes\n"
@@ -64,17 +66,6 @@ void options_usage(FILE *f)
         "                             PyTorch's caching allocator (classic, or with\n"
         "                             expandable segments) at the same capacity, and\n"
         "                             with --fit find its fit too; repeatable\n"
-        "  --table text|md|json       instead of each trace's report, one row per\n"
-        "                             trace: peak live; fit ratio of the dense and\n"
-        "                             seed policies and of both PyTorch models; the\n"
-        "                             granule floor; unlimited peak reserved and\n"
-        "                             time-averaged reserved over live; device\n"
-        "                             allocations per 1,000 events (relo, PyTorch);\n"
-        "                             bytes moved. A TRACE that is a folder stands\n"
-        "                             for its *.trace and *.trace.gz files, in name\n"
-        "                             order. Runs every replay it needs itself, so it\n"
-        "                             takes no --fit, --capacity, --policy, --layout,\n"
-        "                             --no-relocation, --baseline, --sweep or outputs\n"
         "  --json                     machine-readable report on stdout\n"
         "  --svg FILE                 timeline picture; with several traces each gets\n"
         "                             FILE with '-TRACENAME' (then '-2', '-3' for a\n"
@@ -96,33 +87,6 @@ void options_usage(FILE *f)
         "error); 2 bad usage or an unreadable trace; 3 an output file (--svg) could\n"
         "not be written.\n",
         f);
-}
-
-/* --table decides the replays, policies, baselines and output itself:
- * refuses, naming it, an option that would set one of them. */
-static bool table_options_ok(const options *o)
-{
-    bool any_baseline = false;
-    for (int k = 0; k < BASELINE_KIND_COUNT; k++) any_baseline = any_baseline || o->baselines[k];
-    const char *clash = o->fit || o->capacity ? "--fit and --capacity"
-                        : o->sweep ? "--sweep"
-                        : o->policy != RELO_POLICY_DEFAULT ? "--policy"
-                        : o->layout != RELO_LAYOUT_ADAPTIVE ? "--layout"
-                        : o->relocation != RELO_RELOCATION_AUTO ? "--no-relocation"
-                        : any_baseline ? "--baseline"
-                        : o->json || o->svg || o->html ? "--json, --svg and --html"
-                        : NULL;
-    if (clash) {
-        fprintf(stderr, "relo-replay: --table runs the replays it reports itself (both policies, both\n"
-                        "  PyTorch models, each fitted); leave out %s\n", clash);
-        return false;
-    }
-    if (o->backend == REPLAY_BACKEND_OPENCL || o->backend == REPLAY_BACKEND_VULKAN) {
-        fprintf(stderr, "relo-replay: --table fits every trace, which needs a backend that lends a chosen\n"
-                        "  capacity (sim or host)\n");
-        return false;
-    }
-    return true;
 }
 
 static bool pick(const char *value, const char *const *names, int count, int *out)
@@ -207,8 +171,7 @@ options_result options_parse(int argc, char **argv, options *o)
         if (eq) value = eq + 1;
         static const char *const with_value[] = {"--backend", "--capacity", "--layout", "--policy",
                                                  "--format", "--svg", "--baseline", "--html", "--max-events",
-                                                 "--granule", "--sweep", "--release-threshold",
-                                                 "--table"};
+                                                 "--granule", "--sweep", "--release-threshold"};
         bool wants = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             if (strcmp(name, with_value[k]) == 0) wants = true;
@@ -265,6 +228,14 @@ options_result options_parse(int argc, char **argv, options *o)
                                 "  be 'fit', as in fit:1.5:0.25%%)\n", value);
                 return OPTIONS_EXIT_USAGE;
             }
+            /* From a ratio the count is known now; from the fit capacity,
+             * sweep_run refuses it once the fit is known. */
+            double replays = o->sweep_from_fit ? 0.0 : (o->sweep_to - o->sweep_from) / o->sweep_step + 1.0;
+            if (replays > (double)SWEEP_MAX_REPLAYS) {
+                fprintf(stderr, "relo-replay: --sweep %s asks for %.3g replays, more than the %u a sweep\n"
+                                "  runs (a larger STEP or a narrower range)\n", value, replays, SWEEP_MAX_REPLAYS);
+                return OPTIONS_EXIT_USAGE;
+            }
             o->sweep = true;
             if (o->sweep_from_fit) o->fit = true;
         } else if (strcmp(name, "--layout") == 0) {
@@ -287,10 +258,6 @@ options_result options_parse(int argc, char **argv, options *o)
                 return OPTIONS_EXIT_USAGE;
             }
             o->baselines[b] = true;
-        } else if (strcmp(name, "--table") == 0) {
-            static const char *const names[] = {"text", "md", "json"};
-            if (!pick(value, names, 3, &k)) return bad_choice(name, value, names, 3);
-            o->table = (options_table)(OPTIONS_TABLE_TEXT + k);
         } else if (strcmp(name, "--svg") == 0) {
             o->svg = value;
         } else if (strcmp(name, "--html") == 0) {
@@ -336,7 +303,6 @@ options_result options_parse(int argc, char **argv, options *o)
                         "  policy that did not run (choose one)\n");
         return OPTIONS_EXIT_USAGE;
     }
-    if (o->table != OPTIONS_TABLE_NONE && !table_options_ok(o)) return OPTIONS_EXIT_USAGE;
     if (o->sweep && o->capacity) {
         fprintf(stderr, "relo-replay: --sweep chooses the capacities itself; leave out --capacity\n");
         return OPTIONS_EXIT_USAGE;

@@ -15,6 +15,16 @@ bool sweep_run(const trace *t, const replay_config *cfg, uint64_t from, uint64_t
     out->from = from;
     out->to = to;
     out->step = step ? step : 1;
+    uint64_t replays = to >= from ? (to - from) / out->step + 1 : 0;
+    if (replays > SWEEP_MAX_REPLAYS) {
+        out->status = RELO_ERR_INVALID_ARGUMENT;
+        snprintf(out->error, sizeof out->error,
+                 "%llu to %llu bytes by %llu asks for %llu replays, more than the %u a sweep runs "
+                 "(a larger STEP or a narrower range)",
+                 (unsigned long long)from, (unsigned long long)to, (unsigned long long)out->step,
+                 (unsigned long long)replays, SWEEP_MAX_REPLAYS);
+        return false;
+    }
     uint64_t start = replay_now_ns();
     for (uint64_t capacity = from; capacity <= to; capacity += out->step) {
         replay_config run = *cfg;

@@ -15,6 +15,11 @@
 
 #include "replay.h"
 
+/** The most replays one sweep runs: a range and step asking for more are
+ *  refused before any replay (about 10^12 replays were asked for once,
+ *  by a step of 0.0000001 %). */
+#define SWEEP_MAX_REPLAYS 100000u
+
 /** How many failing capacities a result names (the count has them all). */
 #define SWEEP_MAX_NAMED 16u
 
@@ -32,6 +37,8 @@ typedef struct sweep_result {
  * Replays t at from, from + step, ... up to and including to (step ≥ 1).
  * cfg gives backend, granule, layout, relocation and policy; its capacity
  * and record fields are ignored. Returns true when every replay completed.
+ * A range of more than SWEEP_MAX_REPLAYS capacities runs nothing: false,
+ * with status RELO_ERR_INVALID_ARGUMENT and a sentence in error.
  */
 bool sweep_run(const trace *t, const replay_config *cfg, uint64_t from, uint64_t to, uint64_t step,
                sweep_result *out);

@@ -9,3 +9,13 @@ add_test(NAME tools.cli.escaped_names
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/escape_names.sh $<TARGET_FILE:relo-replay> ${_data}
                  ${CMAKE_CURRENT_BINARY_DIR}/escaped-names)
 set_tests_properties(tools.cli.escaped_names PROPERTIES LABELS tools TIMEOUT 60)
+
+# A sweep asking for more than SWEEP_MAX_REPLAYS replays is refused before
+# any replay: from a ratio when the options are read, from the fit capacity
+# once the fit is known.
+relo_cli_test(sweep_too_many_replays 2
+              "--sweep 1:1000000:0.0000001% asks for 1e\\+15 replays, more than the 100000 a sweep"
+              ARGS --sweep 1:1000000:0.0000001% ${_data}/tiny.trace)
+relo_cli_test(sweep_from_fit_too_many_replays 1
+              "sweep stopped: [0-9]+ to [0-9]+ bytes by 15 asks for [0-9]+ replays, more than the 100000"
+              ARGS --quiet --sweep fit:1000:0.0001% ${_data}/tiny.trace)

@@ -1,7 +1,7 @@
 /*
  * test_replay_robust.c — relo-replay's parts against hostile numbers: byte
  * counts with fractions that overflow a naive product, and page limits for
- * requests near 2^64.
+ * requests near 2^64, and a sweep that asks for too many replays.
  */
 #include <stdint.h>
 
@@ -10,6 +10,8 @@
 #include "check.h"
 #include "progress.h"
 #include "replay_backend.h"
+#include "sweep.h"
+#include "trace_reader.h"
 #include "units.h"
 
 CHECK_TEST(fractions_are_exact_or_refused)
@@ -67,6 +69,29 @@ CHECK_TEST(progress_bar_fits_the_terminal)
         expect_true(strstr(line, " 50%") != NULL);
         if (widths[i] >= 40) expect_true(strstr(line, "fit try 3 of ~9") != NULL);
     }
+}
+
+CHECK_TEST(sweep_runs_at_most_its_limit_of_replays)
+{
+    static const char text[] = "a 1 100\nf 1\n";
+    trace t;
+    trace_error e;
+    require_true(trace_read_buffer(text, sizeof text - 1, "sweep.trace", TRACE_FORMAT_RELO, &t, &e));
+    replay_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.granule = 1;
+    sweep_result r;
+    /* Exactly the limit runs, every replay; one more runs none. */
+    expect_true(sweep_run(&t, &cfg, 1ull << 30, (1ull << 30) + SWEEP_MAX_REPLAYS - 1, 1, &r));
+    expect_eq(r.replays, SWEEP_MAX_REPLAYS);
+    require_true(!sweep_run(&t, &cfg, 1ull << 30, (1ull << 30) + SWEEP_MAX_REPLAYS, 1, &r));
+    expect_eq(r.replays, 0);
+    expect_eq(r.status, RELO_ERR_INVALID_ARGUMENT);
+    expect_true(strstr(r.error, "asks for 100001 replays, more than the 100000 a sweep runs") != NULL);
+    /* About 10^12 replays: refused at once, and the count does not wrap. */
+    expect_true(!sweep_run(&t, &cfg, 1, UINT64_MAX, 1, &r));
+    expect_eq(r.replays, 0);
+    trace_free(&t);
 }
 
 CHECK_MAIN()
