@@ -66,6 +66,17 @@ void options_usage(FILE *f)
         "                             PyTorch's caching allocator (classic, or with\n"
         "                             expandable segments) at the same capacity, and\n"
         "                             with --fit find its fit too; repeatable\n"
+        "  --table text|md|json       instead of each trace's report, one row per\n"
+        "                             trace: peak live; fit ratio of the dense and\n"
+        "                             seed policies and of both PyTorch models; the\n"
+        "                             granule floor; unlimited peak reserved and\n"
+        "                             time-averaged reserved over live; device\n"
+        "                             allocations per 1,000 events (relo, PyTorch);\n"
+        "                             bytes moved. A TRACE that is a folder stands\n"
+        "                             for its *.trace and *.trace.gz files, in name\n"
+        "                             order. Runs every replay it needs itself, so it\n"
+        "                             takes no --fit, --capacity, --policy, --layout,\n"
+        "                             --no-relocation, --baseline, --sweep or outputs\n"
         "  --json                     machine-readable report on stdout\n"
         "  --svg FILE                 timeline picture; with several traces each gets\n"
         "                             FILE with '-TRACENAME' (then '-2', '-3' for a\n"
@@ -87,6 +98,33 @@ void options_usage(FILE *f)
         "error); 2 bad usage or an unreadable trace; 3 an output file (--svg) could\n"
         "not be written.\n",
         f);
+}
+
+/* --table decides the replays, policies, baselines and output itself:
+ * refuses, naming it, an option that would set one of them. */
+static bool table_options_ok(const options *o)
+{
+    bool any_baseline = false;
+    for (int k = 0; k < BASELINE_KIND_COUNT; k++) any_baseline = any_baseline || o->baselines[k];
+    const char *clash = o->fit || o->capacity ? "--fit and --capacity"
+                        : o->sweep ? "--sweep"
+                        : o->policy != RELO_POLICY_DEFAULT ? "--policy"
+                        : o->layout != RELO_LAYOUT_ADAPTIVE ? "--layout"
+                        : o->relocation != RELO_RELOCATION_AUTO ? "--no-relocation"
+                        : any_baseline ? "--baseline"
+                        : o->json || o->svg || o->html ? "--json, --svg and --html"
+                        : NULL;
+    if (clash) {
+        fprintf(stderr, "relo-replay: --table runs the replays it reports itself (both policies, both\n"
+                        "  PyTorch models, each fitted); leave out %s\n", clash);
+        return false;
+    }
+    if (o->backend == REPLAY_BACKEND_OPENCL || o->backend == REPLAY_BACKEND_VULKAN) {
+        fprintf(stderr, "relo-replay: --table fits every trace, which needs a backend that lends a chosen\n"
+                        "  capacity (sim or host)\n");
+        return false;
+    }
+    return true;
 }
 
 static bool pick(const char *value, const char *const *names, int count, int *out)
@@ -171,7 +209,8 @@ options_result options_parse(int argc, char **argv, options *o)
         if (eq) value = eq + 1;
         static const char *const with_value[] = {"--backend", "--capacity", "--layout", "--policy",
                                                  "--format", "--svg", "--baseline", "--html", "--max-events",
-                                                 "--granule", "--sweep", "--release-threshold"};
+                                                 "--granule", "--sweep", "--release-threshold",
+                                                 "--table"};
         bool wants = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             if (strcmp(name, with_value[k]) == 0) wants = true;
@@ -258,6 +297,10 @@ options_result options_parse(int argc, char **argv, options *o)
                 return OPTIONS_EXIT_USAGE;
             }
             o->baselines[b] = true;
+        } else if (strcmp(name, "--table") == 0) {
+            static const char *const names[] = {"text", "md", "json"};
+            if (!pick(value, names, 3, &k)) return bad_choice(name, value, names, 3);
+            o->table = (options_table)(OPTIONS_TABLE_TEXT + k);
         } else if (strcmp(name, "--svg") == 0) {
             o->svg = value;
         } else if (strcmp(name, "--html") == 0) {
@@ -303,6 +346,7 @@ options_result options_parse(int argc, char **argv, options *o)
                         "  policy that did not run (choose one)\n");
         return OPTIONS_EXIT_USAGE;
     }
+    if (o->table != OPTIONS_TABLE_NONE && !table_options_ok(o)) return OPTIONS_EXIT_USAGE;
     if (o->sweep && o->capacity) {
         fprintf(stderr, "relo-replay: --sweep chooses the capacities itself; leave out --capacity\n");
         return OPTIONS_EXIT_USAGE;
