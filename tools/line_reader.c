@@ -91,6 +91,12 @@ static int next(line_reader *r)
         }
     }
     if (!any) return 0;
+    /* A UTF-8 byte-order mark before the first line (editors on Windows
+     * write one) is no part of it. */
+    if (r->line_no == 0 && r->line_len >= 3 && memcmp(r->line, "\xef\xbb\xbf", 3) == 0) {
+        memmove(r->line, r->line + 3, r->line_len - 3 + 1);
+        r->line_len -= 3;
+    }
     r->line_no++;
     if (r->line_len > 0 && r->line[r->line_len - 1] == '\r') r->line[--r->line_len] = '\0';
     return 1;

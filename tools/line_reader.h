@@ -3,7 +3,8 @@
  * trace of any length is read in bounded memory.
  *
  * A source is a read callback (a file, a gzip stream, a pipe, a buffer).
- * Lines end at '\n'; a final line without one is still a line. A line
+ * Lines end at '\n'; a final line without one is still a line. A UTF-8
+ * byte-order mark at the start of the data is dropped. A line
  * longer than LINE_READER_MAX bytes is an error rather than a reason to
  * allocate without bound.
  */

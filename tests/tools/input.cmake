@@ -19,3 +19,7 @@ relo_cli_test(sweep_too_many_replays 2
 relo_cli_test(sweep_from_fit_too_many_replays 1
               "sweep stopped: [0-9]+ to [0-9]+ bytes by 15 asks for [0-9]+ replays, more than the 100000"
               ARGS --quiet --sweep fit:1000:0.0001% ${_data}/tiny.trace)
+
+# A trace that starts with a UTF-8 byte-order mark reads as without one.
+relo_cli_test(byte_order_mark 0 "\"trace\":\"bom\",.*\"events\":4,.*\"peak_live_bytes\":3145728"
+              ARGS --json ${_data}/bom.trace)

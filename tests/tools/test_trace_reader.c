@@ -400,6 +400,26 @@ static bool same_text(const char *got, const char *want)
     return false;
 }
 
+CHECK_TEST(a_byte_order_mark_starts_any_format)
+{
+    trace t;
+    trace_error e;
+    /* A relo trace, its first line a header or an event. */
+    require_true(read_text("\xef\xbb\xbf# relo-trace 1\na 1 100\nf 1\n", &t, &e));
+    expect_eq(t.event_count, 2);
+    trace_free(&t);
+    require_true(read_text("\xef\xbb\xbf" "a 1 100\n", &t, &e));
+    expect_eq(t.event_count, 1);
+    trace_free(&t);
+    /* An RMM log: detected from the header behind the mark. */
+    require_true(read_text("\xef\xbb\xbfThread,Time,Action,Pointer,Size,Stream\n1,0,allocate,0x10,64,0\n", &t, &e));
+    expect_eq(t.event_count, 1);
+    expect_eq(t.events[0].size, 64);
+    trace_free(&t);
+    /* Only at the start: one inside the file is a bad line. */
+    expect_true(rejects("a 1 100\n\xef\xbb\xbf" "a 2 100\n", 2, "unknown event"));
+}
+
 CHECK_TEST(names_are_escaped_for_the_terminal)
 {
     char out[64];
