@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "units.h"
+#include "verdict.h"
 
 /* The template, generated from report_page.html at build time. */
 extern const unsigned char relo_report_page[];
@@ -52,30 +52,39 @@ static void run_samples(FILE *f, const sampler *s, bool relo)
     fputc(']', f);
 }
 
-static void write_runs(FILE *f, const html_report *rep)
+static void write_rows(FILE *f, const verdict *v)
+{
+    fputs("\"rows\":[", f);
+    for (int i = 0; i < v->row_count; i++) {
+        const verdict_row *w = &v->rows[i];
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        json_string(f, w->name);
+        fprintf(f, ",\"relo\":%s,\"fitted\":%s,\"fit_capacity\":", w->relo ? "true" : "false",
+                w->fitted ? "true" : "false");
+        if (w->fit_found) fprintf(f, "%" PRIu64 ",\"fit_ratio\":%.6f", w->fit_capacity, w->fit_ratio);
+        else fputs("null,\"fit_ratio\":null", f);
+        fprintf(f, ",\"reported\":%d,\"measured\":%d}", w->reported, w->measured);
+    }
+    fputc(']', f);
+}
+
+static void write_runs(FILE *f, const verdict *v)
 {
     fputs("\"runs\":[", f);
-    int n = 0;
-    for (int i = 0; i < rep->run_count; i++) {
-        const replay_result *r = rep->runs[i].r;
-        fprintf(f, "%s{\"name\":", n++ ? "," : "");
-        json_string(f, rep->runs[i].name);
-        fprintf(f, ",\"ok\":%s,\"failed_event\":%" PRIu64 ",\"peak_reserved\":%" PRIu64 ",",
-                r->status == RELO_OK ? "true" : "false", r->failed_event, r->peak_reserved);
-        run_samples(f, &r->samples, true);
-        fputc('}', f);
-    }
-    for (int i = 0; i < rep->baseline_count; i++) {
-        const baseline_run *r = &rep->baselines[i].run;
-        char name[96];
-        char cap[32] = "unlimited";
-        if (r->capacity) units_format_bytes(r->capacity, cap, sizeof cap);
-        snprintf(name, sizeof name, "%s, %s", baseline_kind_name(r->kind), cap);
-        fprintf(f, "%s{\"name\":", n++ ? "," : "");
-        json_string(f, name);
-        fprintf(f, ",\"ok\":%s,\"failed_event\":%" PRIu64 ",\"peak_reserved\":%" PRIu64 ",",
-                r->status == BASELINE_COMPLETED ? "true" : "false", r->failed_event, r->peak_reserved);
-        run_samples(f, &r->samples, false);
+    for (int i = 0; i < v->run_count; i++) {
+        const verdict_run *r = &v->runs[i];
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        json_string(f, r->name);
+        fprintf(f, ",\"row\":%d,\"relo\":%s,\"at_fit\":%s,\"capacity\":%" PRIu64 ",\"ok\":%s"
+                   ",\"out_of_memory\":%s,\"failed_event\":%" PRIu64 ",\"events_done\":%" PRIu64
+                   ",\"peak_reserved\":%" PRIu64 ",\"time_avg_ratio\":%.6f,\"end_reserved\":%" PRIu64
+                   ",\"end_live\":%" PRIu64 ",\"bytes_moved\":%" PRIu64 ",\"device_allocs\":%" PRIu64
+                   ",\"allocs_per_1k\":%.3f,",
+                r->row, r->relo ? "true" : "false", r->at_fit ? "true" : "false", r->capacity,
+                r->ok ? "true" : "false", r->out_of_memory ? "true" : "false", r->failed_event, r->events_done,
+                r->peak_held, r->time_avg_ratio, r->end_held, r->end_live, r->bytes_moved, r->device_allocs,
+                r->allocs_per_1k);
+        run_samples(f, r->samples, r->relo);
         fputc('}', f);
     }
     fputc(']', f);
@@ -87,8 +96,8 @@ static void write_relocations(FILE *f, const html_record *rec)
     for (size_t i = 0; i < rec->relocation_count; i++) {
         const html_relocation *x = &rec->relocations[i];
         fprintf(f, "%s{\"event\":%" PRIu64 ",\"relocations\":%" PRIu64 ",\"allocations_moved\":%" PRIu64
-                   ",\"bytes_moved\":%" PRIu64 ",\"moves\":[",
-                i ? "," : "", x->event, x->relocations, x->allocations_moved, x->bytes_moved);
+                   ",\"bytes_moved\":%" PRIu64 ",\"moves_seen\":%" PRIu32 ",\"moves\":[",
+                i ? "," : "", x->event, x->relocations, x->allocations_moved, x->bytes_moved, x->moves_seen);
         for (uint32_t k = 0; k < x->move_count; k++) {
             const html_move *m = &rec->moves[x->first_move + k];
             fprintf(f, "%s[%" PRIu32 ",%" PRIu64 ",%" PRIu32 ",%" PRIu64 ",%" PRIu32 ",%" PRIu64 "]", k ? "," : "",
@@ -96,7 +105,8 @@ static void write_relocations(FILE *f, const html_record *rec)
         }
         fputs("]}", f);
     }
-    fprintf(f, "],\"relocations_unlisted\":%" PRIu64, rec->relocations_unlisted);
+    fprintf(f, "],\"relocations_unlisted\":%" PRIu64 ",\"first_unlisted_event\":%" PRIu64,
+            rec->relocations_unlisted, rec->first_unlisted_event);
 }
 
 static void write_snapshots(FILE *f, const html_record *rec)
@@ -124,24 +134,27 @@ static void write_snapshots(FILE *f, const html_record *rec)
     fputc(']', f);
 }
 
-static void write_data(FILE *f, const html_report *rep)
+static void write_data(FILE *f, const report *rep, const verdict *v, const html_record *rec)
 {
     const trace *t = rep->t;
-    const replay_result *main_run = rep->runs[0].r;
     fputs("{\"trace\":", f);
     json_string(f, t->name);
     fprintf(f, ",\"events\":%zu,\"peak_live\":%" PRIu64 ",\"capacity\":%" PRIu64
-               ",\"ok\":%s,\"failed_event\":%" PRIu64 ",\"record_complete\":%s,",
-            t->event_count, t->peak_live_bytes, rep->capacity, main_run->status == RELO_OK ? "true" : "false",
-            main_run->failed_event, rep->rec->failed ? "false" : "true");
-    write_runs(f, rep);
+               ",\"capacity_auto\":%s,\"fit_asked\":%s,\"ok\":%s,\"failed_event\":%" PRIu64
+               ",\"record_complete\":%s,",
+            t->event_count, t->peak_live_bytes, rep->capacity, rep->o->capacity_auto ? "true" : "false",
+            rep->fit ? "true" : "false", rep->r->status == RELO_OK ? "true" : "false", rep->r->failed_event,
+            rec->failed ? "false" : "true");
+    write_rows(f, v);
     fputc(',', f);
-    write_relocations(f, rep->rec);
-    write_snapshots(f, rep->rec);
+    write_runs(f, v);
+    fputc(',', f);
+    write_relocations(f, rec);
+    write_snapshots(f, rec);
     fputc('}', f);
 }
 
-bool html_write(const char *path, const html_report *rep)
+bool html_write(const char *path, const report *rep, const html_record *rec)
 {
     const char *page = (const char *)relo_report_page;
     size_t size = relo_report_page_size, marker = strlen(MARKER), at = size;
@@ -153,11 +166,14 @@ bool html_write(const char *path, const html_report *rep)
     }
     FILE *f = fopen(path, "w");
     if (!f) return false;
+    verdict v;
+    verdict_build(&v, rep, true);
     fwrite(page, 1, at, f);
     if (at < size) {
-        write_data(f, rep);
+        write_data(f, rep, &v, rec);
         fwrite(page + at + marker, 1, size - at - marker, f);
     }
+    verdict_free(&v);
     bool ok = !ferror(f);
     return fclose(f) == 0 && ok;
 }

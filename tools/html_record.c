@@ -109,6 +109,7 @@ static void log_relocation(html_record *r, const replay_view *v)
 {
     const relo_stats *s = v->stats;
     if (r->relocation_count == HTML_MAX_RELOCATIONS) {
+        if (!r->relocations_unlisted) r->first_unlisted_event = v->event;
         r->relocations_unlisted += s->relocations - r->relocations_seen;
         return;
     }
@@ -126,6 +127,7 @@ static void log_relocation(html_record *r, const replay_view *v)
         if (!locate(r, v, e->alloc, e->stream, &page, &offset, &size)) continue;
         if (page == r->page_of[e->alloc] && offset == r->offset_of[e->alloc]) continue;
         html_move m = {e->alloc, r->page_of[e->alloc], page, r->offset_of[e->alloc], offset, size};
+        x->moves_seen++;
         if (x->move_count < HTML_MAX_MOVES_PER_RELOCATION) {
             if (!push_move(r, &m)) r->failed = true;
             else x->move_count++;

@@ -45,6 +45,9 @@ typedef struct html_relocation {
     uint64_t bytes_moved;
     size_t first_move;          /**< into html_record.moves */
     uint32_t move_count;        /**< listed moves (at most HTML_MAX_MOVES_PER_RELOCATION) */
+    uint32_t moves_seen;        /**< allocations seen elsewhere after the event, listed or not
+                                     (one moved twice in the event counts once; relo's
+                                     allocations_moved counts it twice) */
 } html_relocation;
 
 /** One live allocation in a page map. */
@@ -83,6 +86,7 @@ typedef struct html_record {
     html_relocation *relocations;
     size_t relocation_count;
     uint64_t relocations_unlisted;
+    uint64_t first_unlisted_event;  /* where the first unlisted relocation happened */
     html_move *moves;
     size_t move_count, move_capacity;
     html_snapshot snapshots[HTML_MAX_SNAPSHOTS];

@@ -97,48 +97,15 @@ static int run_baselines(const options *o, const char *path, const trace *t, uin
     return n;
 }
 
-/* Writes --html: relo's reported replay, relo with the other policy on the
- * same capacity, relo at its fit capacity (when that is another one), and
- * the baselines, on one timeline. Returns false when the file cannot be
- * written. */
-static bool write_html(const options *o, const trace *t, int same, const report *rep,
-                       const html_record *rec, uint64_t fit_capacity)
+/* Writes --html (html.h: the verdict, every run on one timeline, page maps
+ * and relocations). Returns false when the file cannot be written. */
+static bool write_html(const options *o, const trace *t, int same, const report *rep, const html_record *rec)
 {
-    static const char *const policies[] = {"seed", "dense"};
-    char capname[32];
-    replay_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.backend = o->backend;
-    cfg.layout = o->layout;
-    cfg.relocation = o->relocation;
-    cfg.release_threshold = o->release_threshold;
-    cfg.record = true;
-    html_run runs[3];
-    replay_result extra[2];
-    int n = 0, extras = 0;
-    const char *cap = rep->capacity ? units_format_bytes(rep->capacity, capname, sizeof capname) : "unlimited";
-    snprintf(runs[n].name, sizeof runs[n].name, "relo %s, %s", policies[o->policy != RELO_POLICY_SEED], cap);
-    runs[n++].r = rep->r;
-    cfg.policy = o->policy != RELO_POLICY_SEED ? RELO_POLICY_SEED : RELO_POLICY_DENSE;
-    cfg.capacity = rep->capacity;
-    replay_run(t, &cfg, &extra[extras]);
-    snprintf(runs[n].name, sizeof runs[n].name, "relo %s, %s", policies[cfg.policy == RELO_POLICY_DENSE], cap);
-    runs[n++].r = &extra[extras++];
-    if (fit_capacity && fit_capacity != rep->capacity) {
-        cfg.policy = o->policy;
-        cfg.capacity = fit_capacity;
-        replay_run(t, &cfg, &extra[extras]);
-        snprintf(runs[n].name, sizeof runs[n].name, "relo %s, fit %s", policies[o->policy != RELO_POLICY_SEED],
-                 units_format_bytes(fit_capacity, capname, sizeof capname));
-        runs[n++].r = &extra[extras++];
-    }
-    html_report page = {t, rep->capacity, runs, n, rep->baselines, rep->baseline_count, rec};
     char file[4096];
     svg_path_for(o->html, t->name, o->trace_count > 1, same, file, sizeof file);
-    bool ok = html_write(file, &page);
+    bool ok = html_write(file, rep, rec);
     if (!ok) perror(file);
     else if (!o->quiet && !o->json) printf("  %-26s %s\n", "interactive report", file);
-    for (int i = 0; i < extras; i++) replay_result_free(&extra[i]);
     return ok;
 }
 
@@ -288,7 +255,7 @@ static int replay_one(const options *o, const char *path, const trace *t, int sa
         }
     }
     if (have_rec) {
-        if (!write_html(o, t, same, &rep, &rec, o->fit && fit.found ? fit.capacity : 0) && status < EXIT_OUTPUT)
+        if (!write_html(o, t, same, &rep, &rec) && status < EXIT_OUTPUT)
             status = EXIT_OUTPUT;
         html_record_free(&rec);
     }

@@ -8,7 +8,9 @@
  * replay stopped when it failed, and the title says so. The legend sits
  * above the plot, so no label can fall under it; relocations are ticks
  * under the axis, with a faint line across the plot only while they are
- * few enough not to cover it.
+ * few enough not to cover it. Above the legend, the verdict (verdict.h)
+ * is a table of its own: relo and each baseline, their fit, where each ran
+ * out of memory, and what each held, moved and took from the device.
  */
 #include "svg.h"
 
@@ -18,8 +20,13 @@
 #include <string.h>
 
 #include "units.h"
+#include "verdict.h"
 
-enum { WIDTH = 960, HEIGHT = 540, LEFT = 86, RIGHT = 28, TOP = 96, BOTTOM = 70 };
+enum { WIDTH = 960, LEFT = 86, RIGHT = 28, PLOT_HEIGHT = 374, BOTTOM = 70 };
+
+/* Where the verdict's table starts, and the height of its rows. */
+#define VERDICT_TOP 92.0
+#define VERDICT_ROW 16.0
 
 /* Relocation ticks past which no line crosses the plot. */
 #define RELOC_LINES_MAX 12
@@ -258,12 +265,108 @@ static box mark(FILE *f, const frame *fr, double event, double bytes, const char
     return b;
 }
 
+/* One column of the verdict's table: its heading, the key its cells carry
+ * (class k-KEY), and the x its text starts at, or ends at when `end`. */
+typedef struct column {
+    const char *head, *key;
+    double x;
+    bool end;
+} column;
+
+static void cell(FILE *f, const column *c, double y, const char *text)
+{
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" class=\"verdict k-%s\">", c->x, y,
+            c->end ? "end" : "start", c->key);
+    text_escaped(f, text);
+    fputs("</text>\n", f);
+}
+
+/* The cell of column key for allocator w, into out. */
+static void verdict_cell(const verdict *v, const verdict_row *w, const char *key, char *out, size_t cap)
+{
+    const verdict_run *rr = &v->runs[w->reported];
+    const verdict_run *m = w->measured >= 0 ? &v->runs[w->measured] : NULL;
+    char b[32], n[32];
+    if (strcmp(key, "name") == 0) snprintf(out, cap, "%s", w->name);
+    else if (strcmp(key, "fit") == 0) {
+        if (w->fit_found)
+            snprintf(out, cap, "%s (%.3f)", units_format_bytes(w->fit_capacity, b, sizeof b), w->fit_ratio);
+        else snprintf(out, cap, "not found");
+    } else if (strcmp(key, "outcome") == 0) {
+        if (rr->ok) snprintf(out, cap, "completed");
+        else
+            snprintf(out, cap, "%s at event %s (%.0f %%)", rr->out_of_memory ? "out of memory" : "failed",
+                     verdict_count(rr->failed_event + 1, n, sizeof n),
+                     100.0 * (double)rr->failed_event / (double)(v->t->event_count ? v->t->event_count : 1));
+    } else if (!m) snprintf(out, cap, "-");
+    else if (strcmp(key, "peak") == 0) units_format_bytes(m->peak_held, out, cap);
+    else if (strcmp(key, "avg") == 0) snprintf(out, cap, "%.3f", m->time_avg_ratio);
+    else if (strcmp(key, "end") == 0) units_format_bytes(m->end_held, out, cap);
+    else if (strcmp(key, "moved") == 0) {
+        if (w->relo) units_format_bytes(m->bytes_moved, out, cap);
+        else snprintf(out, cap, "never");
+    } else snprintf(out, cap, "%.2f", m->allocs_per_1k);
+}
+
+/* Whether some allocator's figures come from its run on its fit capacity. */
+static bool from_fit(const verdict *v)
+{
+    for (int i = 0; i < v->row_count; i++)
+        if (v->rows[i].measured >= 0 && v->rows[i].measured != v->rows[i].reported) return true;
+    return false;
+}
+
+/* The verdict as a table under the subtitle, one row per allocator, with a
+ * note when some figures come from a run on an allocator's fit capacity.
+ * Returns the y below it. */
+static double verdict_table(FILE *f, const verdict *v, bool fitted)
+{
+    char on[48], b[32];
+    snprintf(on, sizeof on, "on %s", v->capacity ? units_format_bytes(v->capacity, b, sizeof b) : "unlimited");
+    const column cols[] = {
+        {"allocator", "name", LEFT, false},          {"fit (ratio)", "fit", 336, true},
+        {on, "outcome", 348, false},                  {"peak held", "peak", 646, true},
+        {"avg held/live", "avg", 730, true},          {"end held", "end", 796, true},
+        {"moved", "moved", 862, true},                {"allocs/1k ev.", "allocs", WIDTH - RIGHT, true},
+    };
+    double y = VERDICT_TOP;
+    fputs("<g class=\"verdict-head\">\n", f);
+    for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+        if (fitted || strcmp(cols[c].key, "fit") != 0) cell(f, &cols[c], y, cols[c].head);
+    fputs("</g>\n", f);
+    fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ccc\"/>\n", LEFT, y + 4,
+            WIDTH - RIGHT, y + 4);
+    for (int i = 0; i < v->row_count; i++) {
+        const verdict_row *w = &v->rows[i];
+        y += VERDICT_ROW;
+        fprintf(f, "<g class=\"verdict-row\" id=\"verdict-row-%d\">\n", i);
+        for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
+            if (!fitted && strcmp(cols[c].key, "fit") == 0) continue;
+            char text[96];
+            verdict_cell(v, w, cols[c].key, text, sizeof text);
+            cell(f, &cols[c], y, text);
+        }
+        fputs("</g>\n", f);
+    }
+    if (from_fit(v)) {
+        y += VERDICT_ROW;
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"sub\">Held, moved and allocs/1k ev. of one that ran out "
+                   "of memory %s: from its run on its fit capacity.</text>\n", LEFT, y, on);
+    }
+    return y;
+}
+
 bool svg_write(const char *path, const report *rep)
 {
     const sampler *s = &rep->r->samples;
     FILE *f = fopen(path, "w");
     if (!f) return false;
-    frame fr = {LEFT, TOP, WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM, 0, 0, 1, "B"};
+    verdict v;
+    verdict_build(&v, rep, false);
+    /* The legend's row, then the plot, below the verdict's table. */
+    int plot_top = (int)(VERDICT_TOP + VERDICT_ROW * (v.row_count + (from_fit(&v) ? 1 : 0)) + 34);
+    int height = plot_top + PLOT_HEIGHT + BOTTOM;
+    frame fr = {LEFT, plot_top, WIDTH - LEFT - RIGHT, PLOT_HEIGHT, 0, 0, 1, "B"};
     uint64_t top = rep->r->peak_reserved > rep->r->peak_live ? rep->r->peak_reserved : rep->r->peak_live;
     size_t peak_res_i = 0;
     for (size_t i = 0; i < s->count; i++) {
@@ -284,12 +387,13 @@ bool svg_write(const char *path, const report *rep)
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\">\n",
-            WIDTH, HEIGHT, WIDTH, HEIGHT);
+            WIDTH, height, WIDTH, height);
     fputs("<style>.tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}"
           ".legend{font-size:12px;fill:#222}"
           ".note{font-size:12px;font-weight:bold;paint-order:stroke;stroke:white;stroke-width:3px}"
-          ".title{font-size:19px;font-weight:bold;fill:#111}.sub{font-size:12px;fill:#555}</style>\n", f);
-    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", WIDTH, HEIGHT);
+          ".title{font-size:19px;font-weight:bold;fill:#111}.sub{font-size:12px;fill:#555}"
+          ".verdict{font-size:11.5px;fill:#222}.verdict-head text{font-size:11px;font-weight:bold;fill:#444}</style>\n", f);
+    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", WIDTH, height);
     fprintf(f, "<text x=\"%d\" y=\"28\" class=\"title\">", LEFT);
     text_escaped(f, rep->t->name);
     if (failed) fprintf(f, "<tspan fill=\"%s\" dx=\"8\">· replay FAILED at event %" PRIu64 " of %zu</tspan>", COLOR_FAILED,
@@ -342,6 +446,8 @@ bool svg_write(const char *path, const report *rep)
         text_escaped(f, why);
         fputs("</text>\n", f);
     }
+    verdict_table(f, &v, rep->fit != NULL);
+    verdict_free(&v);
     legend(f, &fr, show_capacity, rep->r->stats.relocations);
     fputs("</svg>\n", f);
     bool ok = !ferror(f);

@@ -2,6 +2,7 @@
 """Checks a relo-replay timeline SVG for what a reader must be able to trust.
 
 Usage: check_svg.py FILE.svg [--failed] [--last-event N] [--max-lines K]
+                    [--verdict RELO_REPLAY ARGS... TRACE]
 
 - every series is drawn in steps (path commands M, H, V, Z only: no diagonal);
 - live is never drawn above reserved at any x;
@@ -9,9 +10,18 @@ Usage: check_svg.py FILE.svg [--failed] [--last-event N] [--max-lines K]
 - at most K faint relocation lines cross the plot (default 12);
 - --failed: the title says the replay FAILED and why is written;
 - --last-event N: no x tick lies past event N (the axis ends with the data).
+- --verdict: the rest of the line is the relo-replay command that drew the
+  picture (without --svg); the verdict's table says, for relo and each
+  baseline, what `relo-replay --json` says for that command: fit capacity
+  and ratio, completed or the event it ran out of memory at, and peak,
+  time-averaged and end holding, bytes moved and device allocations per
+  1,000 events (for one that ran out of memory, those of its own run on its
+  fit capacity, asked of relo-replay --json --capacity FIT).
 Exits 1 with one line per problem.
 """
+import json
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -46,9 +56,130 @@ def value_at(runs, x):
     return None
 
 
+UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def bytes_match(text, value):
+    """Whether "94.0 MiB" is value written to the digits it shows."""
+    m = re.fullmatch(r"([0-9.]+) (B|KiB|MiB|GiB|TiB)", text.strip())
+    if not m:
+        return False
+    digits = m.group(1)
+    decimals = len(digits.split(".")[1]) if "." in digits else 0
+    unit = UNITS[m.group(2)]
+    return abs(float(digits) * unit - value) <= 0.5 * 10 ** -decimals * unit + 1e-9
+
+
+def number_match(text, value, decimals):
+    try:
+        return abs(float(text) - value) <= 0.5 * 10 ** -decimals + 1e-9
+    except ValueError:
+        return False
+
+
+def replay_json(cmd):
+    p = subprocess.run(cmd + ["--json"], capture_output=True, text=True)
+    if not p.stdout.strip():
+        raise RuntimeError("%s printed no JSON (%s)" % (" ".join(cmd), p.stderr.strip()))
+    return json.loads(p.stdout)["traces"][0]
+
+
+def expected_rows(cmd):
+    """What the verdict's rows must say, from relo-replay --json."""
+    tool, trace = cmd[0], cmd[-1]
+    j = replay_json(cmd)
+    rows = []
+    fit = j["fit"]
+    at_fit = j["at_fit"]
+    relo = {"name": "relo " + j["policy"], "fit": fit, "ok": j["ok"], "failed_event": j["failed_event"],
+            "status": j["status"], "figures": None}
+    if j["ok"]:
+        relo["figures"] = (j["peak_reserved_bytes"], j["time_avg_reserved_ratio"], j["end_reserved_bytes"],
+                           j["bytes_moved"], j["backend_allocs_per_1k_events"])
+    elif at_fit and at_fit["ok"]:
+        relo["figures"] = (at_fit["peak_reserved_bytes"], at_fit["time_avg_reserved_ratio"],
+                           at_fit["end_reserved_bytes"], at_fit["bytes_moved"], at_fit["backend_allocs_per_1k_events"])
+    rows.append(relo)
+    for b in j["baselines"]:
+        row = {"name": b["name"], "fit": b["fit"], "ok": b["ok"], "failed_event": b["failed_event"],
+               "status": b["status"], "figures": None}
+        run = b if b["ok"] else None
+        if not b["ok"] and b["fit"] and b["fit"]["capacity"]:
+            run = replay_json([tool, "--capacity", str(b["fit"]["capacity"]), "--baseline", b["name"], trace])
+            run = run["baselines"][0]
+        if run and run["ok"]:
+            row["figures"] = (run["peak_reserved_bytes"], run["time_avg_reserved_ratio"], run["end_reserved_bytes"],
+                              0, run["device_allocs_per_1k_events"])
+        rows.append(row)
+    return rows, j
+
+
+def check_verdict(root, cmd, problems):
+    rows, j = expected_rows(cmd)
+    drawn = {}
+    for g in root.iter(NS + "g"):
+        m = re.fullmatch(r"verdict-row-([0-9]+)", g.get("id") or "")
+        if m:
+            drawn[int(m.group(1))] = {re.search(r"k-(\w+)", t.get("class")).group(1): "".join(t.itertext())
+                                      for t in g.iter(NS + "text")}
+    if len(drawn) != len(rows):
+        problems.append("the verdict has %d rows, relo-replay --json %d allocators" % (len(drawn), len(rows)))
+        return
+    for i, want in enumerate(rows):
+        got = drawn[i]
+        say = lambda what: problems.append("verdict row %d (%s): %s" % (i, want["name"], what))
+        if got.get("name") != want["name"]:
+            say("names %r" % got.get("name"))
+        f = want["fit"]
+        if f is not None:
+            cell = got.get("fit", "")
+            if f.get("capacity") is None:
+                if cell != "not found":
+                    say("fit %r where none was found" % cell)
+            else:
+                m = re.fullmatch(r"(.+) \(([0-9.]+)\)", cell)
+                if not m or not bytes_match(m.group(1), f["capacity"]) or not number_match(m.group(2), f["ratio"], 3):
+                    say("fit %r, expected %d bytes, ratio %.6f" % (cell, f["capacity"], f["ratio"]))
+        elif "fit" in got:
+            say("shows a fit %r without --fit" % got["fit"])
+        outcome = got.get("outcome", "")
+        if want["ok"]:
+            if outcome != "completed":
+                say("says %r of a run that completed" % outcome)
+        else:
+            oom = want["status"] in ("RELO_ERR_OUT_OF_MEMORY", "out_of_memory")
+            m = re.match(r"(out of memory|failed) at event ([0-9,]+)", outcome)
+            if not m or int(m.group(2).replace(",", "")) != want["failed_event"] + 1 or (m.group(1) == "out of memory") != oom:
+                say("says %r; relo-replay --json: %s at event %d" % (outcome, want["status"], want["failed_event"] + 1))
+        fig = want["figures"]
+        keys = ("peak", "avg", "end", "moved", "allocs")
+        if fig is None:
+            if any(got.get(k) != "-" for k in keys):
+                say("shows figures, but no run of it completed")
+            continue
+        peak, avg, end, moved, allocs = fig
+        if not bytes_match(got.get("peak", ""), peak):
+            say("peak held %r, expected %d bytes" % (got.get("peak"), peak))
+        if not number_match(got.get("avg", ""), avg, 3):
+            say("time-averaged held / live %r, expected %.6f" % (got.get("avg"), avg))
+        if not bytes_match(got.get("end", ""), end):
+            say("end held %r, expected %d bytes" % (got.get("end"), end))
+        if i == 0 and not bytes_match(got.get("moved", ""), moved):
+            say("bytes moved %r, expected %d" % (got.get("moved"), moved))
+        if i > 0 and got.get("moved") != "never":
+            say("a model that never moves shows %r moved" % got.get("moved"))
+        if not number_match(got.get("allocs", ""), allocs, 2):
+            say("device allocations per 1,000 events %r, expected %.3f" % (got.get("allocs"), allocs))
+
+
 def main():
     args = sys.argv[1:]
     path = args.pop(0)
+    verdict_cmd = None
+    if "--verdict" in args:
+        k = args.index("--verdict")
+        verdict_cmd = args[k + 1:]
+        args = args[:k]
     failed = "--failed" in args
     last = int(args[args.index("--last-event") + 1]) if "--last-event" in args else None
     max_lines = int(args[args.index("--max-lines") + 1]) if "--max-lines" in args else 12
@@ -102,6 +233,8 @@ def main():
         xs = [b for runs in paths.values() for run in runs for (_, b, _) in run]
         if xs and max(xs) > right + 2:
             problems.append("data drawn past the plot's right edge")
+    if verdict_cmd:
+        check_verdict(root, verdict_cmd, problems)
     for p in problems:
         print("%s: %s" % (path, p))
     return 1 if problems else 0

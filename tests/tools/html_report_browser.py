@@ -6,9 +6,25 @@ the PyTorch baseline, on one timeline), opens it from disk and checks what
 the page shows after hovers, clicks, zooms and a drag; saves a screenshot
 (report.png) in OUT_DIR.
 
-usage: html_report_browser.py RELO_REPLAY TRACE OUT_DIR
+Then the report of GROWING (a trace that grows) at relo's fit capacity with
+both PyTorch baselines (verdict.html), where the baselines run out of
+memory, and checks:
+- the summary table says, for relo's two policies and each baseline, what
+  relo-replay --json says of the same runs: fit capacity and ratio, the
+  event each ran out of memory at, and peak, time-averaged and end holding,
+  bytes moved and device allocations per 1,000 events (for one that ran out
+  of memory, those of its run on its fit capacity); the summary's sentences
+  name each fit ratio and each such event;
+- every label on the plot lies inside it and meets no other, before and
+  after zooming, and every run that ran out of memory has one;
+- every tooltip counts exactly the moves it lists (listed + "more"), lists
+  at least one where it counts a relocation, and the relocations table adds
+  up to relo-replay --json's count.
+
+usage: html_report_browser.py RELO_REPLAY TRACE OUT_DIR [GROWING]
 Prints SKIP and exits 77 when Selenium, Chromium or chromedriver is absent.
 """
+import json
 import os
 import re
 import shutil
@@ -42,8 +58,189 @@ def find_browser():
     return browser, driver
 
 
+UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def bytes_match(text, value):
+    """Whether "94.0 MiB" is value written to the digits it shows."""
+    m = re.fullmatch(r"([0-9.]+) (B|KiB|MiB|GiB|TiB)", text.strip())
+    if not m:
+        return False
+    digits = m.group(1)
+    decimals = len(digits.split(".")[1]) if "." in digits else 0
+    unit = UNITS[m.group(2)]
+    return abs(float(digits) * unit - value) <= 0.5 * 10 ** -decimals * unit + 1e-9
+
+
+def number_match(text, value, decimals):
+    try:
+        return abs(float(text) - value) <= 0.5 * 10 ** -decimals + 1e-9
+    except ValueError:
+        return False
+
+
+def replay_json(tool, args):
+    p = subprocess.run([tool, "--json"] + args, capture_output=True, text=True)
+    return json.loads(p.stdout)["traces"][0]
+
+
+def expected_rows(tool, growing, j):
+    """The summary's rows, from relo-replay --json: relo's policy, the other
+    policy on the same device (with its own fit search), each baseline."""
+    other = "seed" if j["policy"] == "dense" else "dense"
+    js = replay_json(tool, ["--fit", "--policy", other, "--capacity", str(j["capacity"]), growing])
+    rows = []
+    for x in (j, js):
+        fig = None
+        src = x if x["ok"] else x["at_fit"]
+        if src and src["ok"]:
+            fig = (src["peak_reserved_bytes"], src["time_avg_reserved_ratio"], src["end_reserved_bytes"],
+                   src["bytes_moved"], src["backend_allocs_per_1k_events"])
+        rows.append({"name": "relo " + x["policy"], "fit": x["fit"], "ok": x["ok"], "failed_event": x["failed_event"],
+                     "figures": fig})
+    for b in j["baselines"]:
+        run = b
+        if not b["ok"] and b["fit"]["capacity"]:
+            run = replay_json(tool, ["--capacity", str(b["fit"]["capacity"]), "--baseline", b["name"], growing])
+            run = run["baselines"][0]
+        fig = None
+        if run["ok"]:
+            fig = (run["peak_reserved_bytes"], run["time_avg_reserved_ratio"], run["end_reserved_bytes"], None,
+                   run["device_allocs_per_1k_events"])
+        rows.append({"name": b["name"], "fit": b["fit"], "ok": b["ok"], "failed_event": b["failed_event"],
+                     "figures": fig})
+    return rows
+
+
+def check_summary(d, tool, growing, j):
+    rows = expected_rows(tool, growing, j)
+    drawn = d.execute_script("""
+        return [...document.querySelectorAll('#verdict-table tbody tr')].map(tr => {
+          const o = {};
+          for (const td of tr.querySelectorAll('td')) o[td.dataset.k] = td.textContent.trim();
+          return o;
+        });""")
+    check(len(drawn) == len(rows), f"the summary has a row per allocator ({len(drawn)}, --json: {len(rows)})")
+    text = d.find_element(By.ID, "verdict").text
+    check(re.search(r"\bfit\b", text) is not None, "the summary speaks of fit")
+    for want, got in zip(rows, drawn):
+        n = want["name"]
+        check(got.get("name") == n, f"summary row {n!r} ({got.get('name')!r})")
+        f = want["fit"]
+        check(bytes_match(got.get("fit_capacity", ""), f["capacity"]),
+              f"{n}: fit capacity {got.get('fit_capacity')!r} is --json's {f['capacity']}")
+        check(number_match(got.get("fit_ratio", ""), f["ratio"], 3),
+              f"{n}: fit ratio {got.get('fit_ratio')!r} is --json's {f['ratio']}")
+        check(f"{n} {got.get('fit_capacity')} (fit ratio {got.get('fit_ratio')})" in text,
+              f"{n}: the summary's sentence names its fit capacity and ratio")
+        out = got.get("outcome", "")
+        if want["ok"]:
+            check(out == "completed", f"{n}: completed ({out!r})")
+        else:
+            m = re.match(r"out of memory at event ([0-9,]+) of ([0-9,]+)", out)
+            ev = int(m.group(1).replace(",", "")) if m else None
+            check(ev == want["failed_event"] + 1,
+                  f"{n}: out of memory at event {ev}, --json: {want['failed_event'] + 1}")
+            check(m is not None and f"{n} out of memory at event {m.group(1)}" in text,
+                  f"{n}: the summary's sentence says where it ran out of memory")
+        fig = want["figures"]
+        if fig is None:
+            check(got.get("peak") == "-", f"{n}: no figures where no run completed")
+            continue
+        peak, avg, end, moved, allocs = fig
+        check(bytes_match(got.get("peak", ""), peak), f"{n}: peak held {got.get('peak')!r} is --json's {peak}")
+        check(number_match(got.get("avg", ""), avg, 3), f"{n}: time-averaged held / live {got.get('avg')!r} is --json's {avg}")
+        check(bytes_match(got.get("end", ""), end), f"{n}: held at the end {got.get('end')!r} is --json's {end}")
+        if moved is None:
+            check(got.get("moved") == "never moves", f"{n}: a model never moves ({got.get('moved')!r})")
+        else:
+            check(bytes_match(got.get("moved", ""), moved), f"{n}: bytes moved {got.get('moved')!r} is --json's {moved}")
+        check(number_match(got.get("allocs", ""), allocs, 2),
+              f"{n}: device allocations per 1,000 events {got.get('allocs')!r} is --json's {allocs}")
+
+
+def check_labels(d, when, failed_runs=None):
+    got = d.execute_script("""
+        const area = document.querySelector('#plot rect.plot-area').getBoundingClientRect();
+        const boxes = [...document.querySelectorAll('#plot .plot-label')].map(t => {
+          const r = t.getBoundingClientRect();
+          return {text: t.textContent, x0: r.left, y0: r.top, x1: r.right, y1: r.bottom};
+        });
+        const grounds = [...document.querySelectorAll('#plot .plot-label-ground')].map(t => {
+          const r = t.getBoundingClientRect();
+          return {x0: r.left, y0: r.top, x1: r.right, y1: r.bottom};
+        });
+        return {area: {x0: area.left, y0: area.top, x1: area.right, y1: area.bottom}, boxes, grounds};""")
+    a = got["area"]
+    outside = [b.get("text", "ground") for b in got["boxes"] + got["grounds"]
+               if b["x0"] < a["x0"] - 0.5 or b["y0"] < a["y0"] - 0.5 or b["x1"] > a["x1"] + 0.5 or b["y1"] > a["y1"] + 0.5]
+    check(got["boxes"] and not outside, f"{when}: {len(got['boxes'])} labels, all inside the plot ({outside[:2]})")
+    meet = []
+    for group in (got["boxes"], got["grounds"]):
+        for i in range(len(group)):
+            for k in range(i + 1, len(group)):
+                p, q = group[i], group[k]
+                if p["x0"] < q["x1"] and q["x0"] < p["x1"] and p["y0"] < q["y1"] and q["y0"] < p["y1"]:
+                    meet.append((p.get("text"), q.get("text")))
+    check(not meet, f"{when}: no two labels overlap ({meet[:1]})")
+    if failed_runs is not None:
+        labelled = [b["text"] for b in got["boxes"] if "out of memory" in b["text"]]
+        for r in failed_runs:
+            check(any(t.startswith(r + ":") for t in labelled), f"{when}: {r} has its out-of-memory label")
+
+
+def check_tooltips(d, j):
+    tips = d.execute_script("""
+        const plot = document.getElementById('plot'), tip = document.getElementById('tooltip');
+        const r = plot.getBoundingClientRect(), out = [];
+        for (let x = 80; x < r.width - 12; x += 1) {
+          plot.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + x, clientY: r.top + 100, bubbles: true}));
+          const c = tip.querySelector('.reloc-count');
+          if (!c) continue;
+          const more = tip.querySelector('.more-count');
+          out.push({x, count: c.textContent, moved: tip.querySelector('.move-count').textContent,
+                    listed: tip.querySelectorAll('.move').length, more: more ? more.textContent : '0',
+                    text: tip.innerText});
+        }
+        return out;""")
+    num = lambda s: int(re.match(r"[0-9,]+", s).group(0).replace(",", ""))
+    check(len(tips) > 20, f"hovering the plot shows relocations in {len(tips)} tooltips")
+    bad = [t for t in tips if num(t["moved"]) != t["listed"] + num(t["more"])]
+    check(not bad, f"every tooltip's count of moves is what it lists plus 'more' ({bad[:1]})")
+    empty = [t for t in tips if num(t["count"]) > 0 and t["listed"] == 0]
+    check(not empty, f"no tooltip counts a relocation and lists no move ({empty[:1]})")
+    total = d.execute_script("return D.relocations.reduce((a, r) => a + r.relocations, 0) + D.relocations_unlisted;")
+    check(total == j["relocations"], f"the relocations listed add up to --json's {j['relocations']} ({total})")
+
+
+def verdict_page(d, tool, growing, out):
+    page = os.path.join(out, "verdict.html")
+    args = ["--fit", "--capacity", "auto", "--baseline", "pytorch", "--baseline", "pytorch-expandable", growing]
+    p = subprocess.run([tool, "--quiet", "--html", page] + args, capture_output=True, text=True)
+    check(p.returncode == 0, f"relo-replay --html at the fit capacity exits 0 (got {p.returncode}: {p.stderr.strip()})")
+    j = replay_json(tool, args)
+    d.get("file://" + os.path.abspath(page))
+    check_summary(d, tool, growing, j)
+    failed = d.execute_script("return D.runs.filter(r => !r.ok).map(r => r.name);")
+    check(len(failed) >= 2, f"the baselines run out of memory at relo's fit capacity ({failed})")
+    check_labels(d, "full view", failed)
+    check_tooltips(d, j)
+    plot = d.find_element(By.ID, "plot")
+    for k in range(3):
+        ActionChains(d).scroll_from_origin(ScrollOrigin.from_element(plot, 330, 0), 0, -300).perform()
+        check_labels(d, f"zoomed in {k + 1} times")
+    d.find_element(By.ID, "reset").click()
+    for box in d.find_elements(By.CSS_SELECTOR, "#legend input")[1:3]:
+        box.click()
+    check_labels(d, "with two runs hidden")
+    errors = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    check(not errors, f"no script errors on the verdict page ({errors[:2]})")
+    d.save_screenshot(os.path.join(out, "verdict.png"))
+
+
 def main():
     tool, trace, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    growing = sys.argv[4] if len(sys.argv) > 4 else None
     browser, driver_path = find_browser()
     if not browser or not driver_path:
         print("SKIP: chromium or chromedriver not found")
@@ -143,6 +340,8 @@ def main():
         shot = os.path.join(out, "report.png")
         d.save_screenshot(shot)
         check(os.path.getsize(shot) > 10000, f"screenshot saved: {shot}")
+        if growing:
+            verdict_page(d, tool, growing, out)
     finally:
         d.quit()
     print(f"{failures} failed")

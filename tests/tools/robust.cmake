@@ -54,12 +54,21 @@ if(RELO_PYTHON3)
            COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --svg svg_ok.svg ${_data}/tiny.trace && ${RELO_PYTHON3} ${_svgcheck} svg_ok.svg --last-event 13"
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   add_test(NAME tools.svg.failed
-           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --policy seed --capacity 100M --svg svg_failed.svg ${_growing}; [ $? = 1 ] && ${RELO_PYTHON3} ${_svgcheck} svg_failed.svg --failed --last-event 36349"
+           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --policy seed --capacity 100M --svg svg_failed.svg ${_growing}; [ $? = 1 ] && ${RELO_PYTHON3} ${_svgcheck} svg_failed.svg --failed --last-event 36349 --verdict $<TARGET_FILE:relo-replay> --policy seed --capacity 100M ${_growing}"
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   add_test(NAME tools.svg.many_relocations
            COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --policy dense --svg svg_dense.svg ${_growing} && ${RELO_PYTHON3} ${_svgcheck} svg_dense.svg --last-event 44959"
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
-  set_tests_properties(tools.svg.completed tools.svg.failed tools.svg.many_relocations PROPERTIES LABELS tools TIMEOUT 120)
+  # The verdict's table says what relo-replay --json says of the same run:
+  # at relo's fit capacity, where each baseline ran out of memory, and the
+  # figures of each on its own fit capacity.
+  set(_verdict_args --fit --capacity auto --baseline pytorch --baseline pytorch-expandable ${_growing})
+  string(REPLACE ";" " " _verdict_args "${_verdict_args}")
+  add_test(NAME tools.svg.verdict
+           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --svg svg_verdict.svg ${_verdict_args} && ${RELO_PYTHON3} ${_svgcheck} svg_verdict.svg --last-event 44959 --verdict $<TARGET_FILE:relo-replay> ${_verdict_args}"
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(tools.svg.completed tools.svg.failed tools.svg.many_relocations tools.svg.verdict
+                       PROPERTIES LABELS tools TIMEOUT 120)
 endif()
 
 # Output files: where the SVG went, one file per trace even for two traces

@@ -53,6 +53,8 @@ CHECK_TEST(records_moves_and_page_maps)
     expect_eq(x->event, 4);
     expect_eq(x->allocations_moved, r.stats.allocations_moved);
     require_eq(x->move_count, 1);
+    expect_eq(x->moves_seen, 1);          /* every move seen is listed here */
+    expect_eq(rec.relocations_unlisted, 0);
     const html_move *m = &rec.moves[x->first_move];
     expect_eq(m->alloc, 0);
     expect_eq(m->size, MiB);
