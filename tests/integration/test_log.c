@@ -1,8 +1,9 @@
 /*
  * test_log.c — the log contract of relo.h: the callback in the device desc
  * runs without the device lock, so it may call relo (here relo_device_stats,
- * relo_stream_stats, relo_resolve, relo_retain and relo_release on the
- * device that logged); and relo prints nothing of its own: with no callback
+ * relo_stream_stats, relo_resolve, relo_pin, relo_unpin, relo_read,
+ * relo_retain and relo_release on the device that logged); and relo prints
+ * nothing of its own: with no callback
  * a relocation the device abandons writes nothing to stdout or stderr.
  *
  * The line comes from a relocation abandoned because the device's wait
@@ -51,6 +52,10 @@ static void log_calls_relo(void *user, relo_log_level level, const char *message
     bool ok = relo_device_stats(seen.dev, &dev) == RELO_OK;
     ok = relo_stream_stats(seen.s, &st) == RELO_OK && ok;
     ok = relo_resolve(seen.s, seen.h, &b) == RELO_OK && b.size == 1 * MiB && ok;
+    ok = relo_pin(seen.s, seen.h, &b) == RELO_OK && ok;
+    ok = relo_unpin(seen.dev, seen.h) == RELO_OK && ok;
+    uint8_t byte = 0;
+    ok = relo_read(seen.dev, seen.h, 0, &byte, 1) == RELO_OK && byte == fx_pattern_byte(7, 0) && ok;
     ok = relo_retain(seen.dev, seen.h) == RELO_OK && ok;
     ok = relo_release(seen.dev, seen.h) == RELO_OK && ok;
     if (ok) seen.calls_ok++;
