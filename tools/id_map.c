@@ -91,6 +91,27 @@ static bool rehash(id_map *map, size_t new_capacity)
     return true;
 }
 
+/* The capacity a put rehashes to when the table is too full, or the
+ * present one when it is not. */
+static size_t capacity_for_put(const id_map *map)
+{
+    /* Keep probing chains short: at most half the slots full or deleted. */
+    if ((map->used + 1) * 2 <= map->capacity) return map->capacity;
+    size_t cap = map->capacity ? map->capacity : 64;
+    while ((map->count + 1) * 4 > cap) cap *= 2;
+    return cap;
+}
+
+uint64_t id_map_bytes(const id_map *map)
+{
+    return (uint64_t)map->capacity * (2 * sizeof(uint64_t) + 1);
+}
+
+uint64_t id_map_bytes_after_put(const id_map *map)
+{
+    return (uint64_t)capacity_for_put(map) * (2 * sizeof(uint64_t) + 1);
+}
+
 bool id_map_put(id_map *map, uint64_t key, uint64_t value)
 {
     size_t i = find(map, key);
@@ -98,10 +119,9 @@ bool id_map_put(id_map *map, uint64_t key, uint64_t value)
         map->values[i] = value;
         return true;
     }
-    /* Keep probing chains short: at most half the slots full or deleted. */
     if ((map->used + 1) * 2 > map->capacity) {
-        size_t cap = map->capacity ? map->capacity : 64;
-        while ((map->count + 1) * 4 > cap) cap *= 2;
+        /* Too full or too many tombstones: rebuilt, grown if need be. */
+        size_t cap = capacity_for_put(map);
         if (cap > SIZE_MAX / sizeof(uint64_t) / 2) return false;
         if (!rehash(map, cap)) return false;
     }

@@ -43,4 +43,11 @@ bool id_map_put(id_map *map, uint64_t key, uint64_t value);
 /** Removes key if present; returns whether it was. Never allocates. */
 bool id_map_remove(id_map *map, uint64_t key);
 
+/** The bytes the map's table takes now (keys, values and states). */
+uint64_t id_map_bytes(const id_map *map);
+
+/** The bytes the table will take once one more key is put: more than now
+ *  when that put grows it. For a reader's memory bound (trace_full). */
+uint64_t id_map_bytes_after_put(const id_map *map);
+
 #endif /* RELO_TOOLS_ID_MAP_H */

@@ -119,6 +119,7 @@ static bool parse_alloc(relo_parser *p, const parse_field *f, size_t count)
     trace *t = p->t;
     if (t->alloc_count == UINT32_MAX)
         return trace_fail(p->err, p->name, line, "more than %u allocations", UINT32_MAX - 1u);
+    t->reader_bytes = id_map_bytes_after_put(&p->ids);
     if (trace_full(t)) return trace_fail_full(p->err, p->name, line, t);
     uint16_t si;
     if (!trace_stream_index(t, stream, &si))
@@ -145,6 +146,7 @@ static bool parse_free(relo_parser *p, const parse_field *f, size_t count)
         return trace_fail(p->err, p->name, line, "free of id %llu, which is not live (already freed)",
                           (unsigned long long)id);
     trace *t = p->t;
+    t->reader_bytes = id_map_bytes(&p->ids);
     if (trace_full(t)) return trace_fail_full(p->err, p->name, line, t);
     const trace_event *a = &t->events[value >> 1];
     /* Copy before pushing: the push may move the event array. */

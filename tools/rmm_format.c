@@ -106,6 +106,7 @@ static bool parse_event(rmm_parser *p, const char *line, size_t n)
     trace *t = p->t;
     uint64_t event;
     bool live = id_map_get(&p->live, ptr, &event);
+    t->reader_bytes = alloc ? id_map_bytes_after_put(&p->live) : id_map_bytes(&p->live);
     if ((alloc || live) && trace_full(t)) return trace_fail_full(p->err, p->name, p->r->line_no, t);
     if (alloc) {
         if (live)

@@ -23,20 +23,33 @@ void trace_free(trace *t)
     trace_init(t);
 }
 
+/* The event array's capacity after one more push. Growth doubles and
+ * stops at the limit, the count's or the memory budget's, so the last
+ * doubling cannot ask for twice the memory the limit allows. */
+static uint64_t capacity_after_push(const trace *t)
+{
+    if (t->event_count < t->event_capacity) return t->event_capacity;
+    uint64_t cap = t->event_capacity ? (uint64_t)t->event_capacity * 2 : 4096;
+    uint64_t limit = trace_event_limit(t);
+    if (!t->max_events) {
+        uint64_t budget = trace_memory_budget();
+        uint64_t room = budget > t->reader_bytes ? (budget - t->reader_bytes) / sizeof(trace_event) : 0;
+        if (room < limit) limit = room;
+    }
+    if (cap > limit) cap = limit > t->event_count ? limit : t->event_count + 1;
+    return cap;
+}
+
 bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream,
                 uint64_t size)
 {
     if (t->event_count == t->event_capacity) {
-        size_t cap = t->event_capacity ? t->event_capacity * 2 : 4096;
-        /* Growth stops at the limit, so the last doubling cannot ask for
-         * twice the memory the limit allows. */
-        uint64_t limit = trace_event_limit(t);
-        if (cap > limit) cap = limit > t->event_count ? (size_t)limit : t->event_count + 1;
+        uint64_t cap = capacity_after_push(t);
         if (cap > SIZE_MAX / sizeof *t->events) return false;
-        trace_event *grown = realloc(t->events, cap * sizeof *grown);
+        trace_event *grown = realloc(t->events, (size_t)cap * sizeof *grown);
         if (!grown) return false;
         t->events = grown;
-        t->event_capacity = cap;
+        t->event_capacity = (size_t)cap;
     }
     trace_event *e = &t->events[t->event_count++];
     e->size = size;
@@ -57,22 +70,34 @@ bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream
     return true;
 }
 
-uint64_t trace_default_max_events(void)
+/* The budget in force: set, or known from the machine; 0 = not yet asked. */
+static _Atomic uint64_t known;
+
+void trace_memory_budget_set(uint64_t bytes)
+{
+    atomic_store_explicit(&known, bytes, memory_order_relaxed);
+}
+
+uint64_t trace_memory_budget(void)
 {
     /* Asked once: every event a reader parses checks the limit, and
      * sysconf(_SC_PHYS_PAGES) is a system call. */
-    static _Atomic uint64_t known;
-    uint64_t events = atomic_load_explicit(&known, memory_order_relaxed);
-    if (events) return events;
+    uint64_t bytes = atomic_load_explicit(&known, memory_order_relaxed);
+    if (bytes) return bytes;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0) {
-        events = 1ull << 26;
+        bytes = 1ull << 30;
     } else {
-        events = (uint64_t)pages * (uint64_t)page / 8 / sizeof(trace_event);
-        if (events < 4096) events = 4096;
+        bytes = (uint64_t)pages * (uint64_t)page / 8;
+        if (bytes < 4096 * sizeof(trace_event)) bytes = 4096 * sizeof(trace_event);
     }
-    atomic_store_explicit(&known, events, memory_order_relaxed);
-    return events;
+    atomic_store_explicit(&known, bytes, memory_order_relaxed);
+    return bytes;
+}
+
+uint64_t trace_default_max_events(void)
+{
+    return trace_memory_budget() / sizeof(trace_event);
 }
 
 uint64_t trace_event_limit(const trace *t)
@@ -80,9 +105,16 @@ uint64_t trace_event_limit(const trace *t)
     return t->max_events ? t->max_events : trace_default_max_events();
 }
 
+
+uint64_t trace_held_bytes_after_push(const trace *t)
+{
+    return capacity_after_push(t) * sizeof(trace_event) + t->reader_bytes;
+}
+
 bool trace_full(const trace *t)
 {
-    return t->event_count >= trace_event_limit(t);
+    if (t->event_count >= trace_event_limit(t)) return true;
+    return !t->max_events && trace_held_bytes_after_push(t) > trace_memory_budget();
 }
 
 void trace_print_warnings(const trace *t, const char *file, FILE *f)
@@ -193,12 +225,17 @@ bool trace_fail(trace_error *err, const char *file, uint64_t line, const char *f
 
 bool trace_fail_full(trace_error *err, const char *file, uint64_t line, const trace *t)
 {
-    uint64_t limit = trace_event_limit(t);
+    if (t->max_events)
+        return trace_fail(err, file, line, "more than %llu events, the most held in memory (--max-events)",
+                          (unsigned long long)t->max_events);
+    uint64_t held = trace_held_bytes_after_push(t);
+    uint64_t count = t->event_count ? t->event_count : 1;
     return trace_fail(err, file, line,
-                      "more than %llu events, the most held in memory (%zu bytes each, %llu MiB in all; "
-                      "relo-replay --max-events raises it)",
-                      (unsigned long long)limit, sizeof(trace_event),
-                      (unsigned long long)(limit * sizeof(trace_event) >> 20));
+                      "more than %llu events, the most held in memory: %llu MiB, an eighth of this "
+                      "machine's, at %llu bytes per event here (the events and the map of their ids); "
+                      "relo-replay --max-events N raises the limit",
+                      (unsigned long long)t->event_count, (unsigned long long)(trace_memory_budget() >> 20),
+                      (unsigned long long)((held + count - 1) / count));
 }
 
 void trace_error_print(const trace_error *err)

@@ -51,7 +51,9 @@ typedef struct trace {
     uint64_t header_events;
     char workload[TRACE_NAME_MAX];    /**< header "workload", first word; may be "" */
     char name[TRACE_NAME_MAX];        /**< file name without directories and extensions */
-    uint64_t max_events;              /**< readers refuse more; 0 = trace_default_max_events() */
+    uint64_t max_events;              /**< readers refuse more; 0 = the memory bound (trace_full) */
+    uint64_t reader_bytes;            /**< memory the reader holds beside the events (its map of
+                                           ids), as it will be after the event being read */
     uint64_t source_bytes;            /**< bytes decoded from the source, gunzipped */
     /* What a reader let pass with a warning (trace_print_warnings). */
     uint64_t skipped_frees;           /**< RMM frees of pointers never seen allocated */
@@ -81,17 +83,42 @@ bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream
                 uint64_t size);
 
 /**
- * How many events a trace may hold when trace.max_events is 0: as many as
- * fit in an eighth of this machine's physical memory (16 bytes each), so a
+ * The memory a reader may hold when trace.max_events is 0: an eighth of
+ * this machine's physical memory (1 GiB when its size is unknown), so a
  * small gzip file of billions of events is refused with a message instead
- * of exhausting memory. 2^26 when the memory size is unknown.
+ * of exhausting memory.
+ */
+uint64_t trace_memory_budget(void);
+
+/** Sets trace_memory_budget for the whole process (0: back to the
+ *  default), for tests that check the bound on small inputs. */
+void trace_memory_budget_set(uint64_t bytes);
+
+/**
+ * The most events that fit in trace_memory_budget at 16 bytes each: the
+ * count no trace may pass when max_events is 0, whatever its ids cost.
  */
 uint64_t trace_default_max_events(void);
 
-/** The limit in force for t: t->max_events, or the default when 0. */
+/** The count limit in force for t: t->max_events, or the default when 0. */
 uint64_t trace_event_limit(const trace *t);
 
-/** Whether t holds its limit of events, so one more must be refused. */
+/**
+ * The bytes t's reader holds once one more event is pushed: the event
+ * array (grown, if the push grows it) and reader_bytes. What each event
+ * costs depends on the format and the trace: 16 bytes in the array, plus
+ * the reader's map of ids (a relo trace keeps every id, as ids are never
+ * reused; an RMM log only the pointers live), 17 bytes per slot, 2 to 8
+ * slots per id.
+ */
+uint64_t trace_held_bytes_after_push(const trace *t);
+
+/**
+ * Whether one more event must be refused: t holds max_events when that is
+ * set; when it is 0, holding one more would take more than
+ * trace_memory_budget (measured, so right for every format), or t holds
+ * trace_default_max_events. A reader sets reader_bytes first.
+ */
 bool trace_full(const trace *t);
 
 /**

@@ -465,6 +465,50 @@ CHECK_TEST(event_limit_refuses_a_trace_past_it)
     unlink(path);
 }
 
+/* A relo trace of n allocations, none freed: every id stays in the map. */
+static const char *live_trace(size_t n)
+{
+    const char *path = scratch_path("live.trace");
+    FILE *f = path ? fopen(path, "w") : NULL;
+    if (!f) return NULL;
+    fputs("# relo-trace 1\n", f);
+    for (size_t i = 1; i <= n; i++) fprintf(f, "a %zu 64\n", i);
+    return fclose(f) == 0 ? path : NULL;
+}
+
+CHECK_TEST(default_limit_counts_the_memory_each_format_holds)
+{
+    /* With a budget of 1 MiB, 16 bytes an event would allow 65,536 events.
+     * A relo trace whose ids all stay in the map holds far more per event
+     * and is stopped by what it holds, not by the count. */
+    trace_memory_budget_set(1u << 20);
+    const char *path = live_trace(60000);
+    require_true(path != NULL);
+    trace t;
+    trace_error e;
+    expect_true(!trace_read_path(path, TRACE_FORMAT_AUTO, 0, &t, &e));
+    expect_true(strstr(e.message, "the most held in memory: 1 MiB") != NULL);
+    expect_true(strstr(e.message, "bytes per event here") != NULL);
+    expect_lt(t.event_count, 30000);
+    expect_le(t.event_capacity * sizeof(trace_event), 1u << 20);
+    trace_free(&t);
+    unlink(path);
+    /* An RMM log that reuses one pointer holds little beside its events:
+     * it reads up to the count the budget allows at 16 bytes an event. */
+    path = reused_pointer_log(70000);
+    require_true(path != NULL);
+    expect_true(!trace_read_path(path, TRACE_FORMAT_AUTO, 0, &t, &e));
+    expect_gt(t.event_count, 60000);
+    expect_le(t.event_capacity * sizeof(trace_event) + t.reader_bytes, 1u << 20);
+    trace_free(&t);
+    /* --max-events set: the count alone decides. */
+    expect_true(trace_read_path(path, TRACE_FORMAT_AUTO, 70000, &t, &e));
+    expect_eq(t.event_count, 70000);
+    trace_free(&t);
+    unlink(path);
+    trace_memory_budget_set(0);
+}
+
 CHECK_TEST(gzip_with_an_overlong_line_stops_at_the_line)
 {
     /* One line past the limit, then 16 MiB more that must not be decoded. */
