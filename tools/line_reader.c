@@ -106,3 +106,21 @@ void line_reader_unget(line_reader *r)
 {
     r->pushed_back = true;
 }
+
+long line_reader_peek(line_reader *r, const char **head)
+{
+    if (r->failed) return -1;
+    if (r->chunk_pos == r->chunk_len && !r->at_end) {
+        long n = r->read(r->ctx, r->chunk, sizeof r->chunk, r->error, sizeof r->error);
+        if (n < 0) {
+            r->failed = true;
+            return -1;
+        }
+        if (n == 0) r->at_end = true;
+        r->chunk_len = (size_t)n;
+        r->chunk_pos = 0;
+        r->bytes += (uint64_t)n;
+    }
+    *head = r->chunk + r->chunk_pos;
+    return (long)(r->chunk_len - r->chunk_pos);
+}

@@ -59,4 +59,13 @@ int line_reader_next(line_reader *r);
 /** Makes the next line_reader_next return the current line again. */
 void line_reader_unget(line_reader *r);
 
+/**
+ * Points *head at the bytes not yet split into lines (reading the first
+ * chunk, up to 16 KiB, if none is held) without consuming them, so a
+ * reader can tell what kind of file it was given before splitting a line
+ * that may have no end. Returns how many bytes *head holds: 0 at the end
+ * of the data, or -1 on a source error (r->error says what).
+ */
+long line_reader_peek(line_reader *r, const char **head);
+
 #endif /* RELO_TOOLS_LINE_READER_H */

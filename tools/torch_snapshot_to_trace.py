@@ -8,7 +8,8 @@ Usage: torch_snapshot_to_trace.py SNAPSHOT.pickle [-o OUT.trace[.gz]]
 (installed as relo-torch-snapshot-to-trace)
 
 A snapshot is what torch.cuda.memory._dump_snapshot() writes: a pickle of
-plain dicts and lists whose "device_traces" holds, per device, a list of
+plain dicts and lists (the same dicts and lists saved as JSON are read
+too; either may be gzipped) whose "device_traces" holds, per device, a list of
 events {"action", "addr", "size", "stream", ...}. This reads "alloc" and
 "free_completed" events (the moment memory really became free), maps each
 address to a fresh trace id (addresses come back after a free), and skips
@@ -53,6 +54,7 @@ sequence to a terminal. Standard library only.
 import argparse
 import gzip
 import io
+import json
 import os
 import pickle
 import pickletools
@@ -307,11 +309,37 @@ def open_bounded(path, limits):
         raise
 
 
+def is_json(head):
+    """Whether the first bytes of a file begin a JSON object or array
+    (after a byte-order mark and blanks); no pickle starts so."""
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    head = head.lstrip(b" \t\r\n")
+    return head[:1] in (b"{", b"[")
+
+
+def load_json(f):
+    """The snapshot object from JSON text in f; NotASnapshot when invalid."""
+    text = f.read()
+    try:
+        return json.loads(text.decode("utf-8-sig"))
+    except UnicodeDecodeError as e:
+        raise NotASnapshot("JSON that is not UTF-8 (byte %d)" % e.start)
+    except RecursionError:
+        raise NotASnapshot("the JSON nests deeper than this Python can load")
+    except ValueError as e:
+        raise NotASnapshot("not valid JSON: %s" % printable(str(e)))
+
+
 def load_snapshot(path, limits):
-    """Returns the snapshot object from path (a pickle, optionally gzipped).
-    Raises NotASnapshot with a sentence when it does not load as plain data
-    or passes limits.max_bytes, and MemoryError past the memory limit."""
+    """Returns the snapshot object from path: a pickle (what
+    torch.cuda.memory._dump_snapshot writes) or the same dicts and lists
+    as JSON, either optionally gzipped. Raises NotASnapshot with a sentence
+    when it does not load as plain data or passes limits.max_bytes, and
+    MemoryError past the memory limit."""
     with open_bounded(path, limits) as f:
+        if is_json(f.peek(64)[:64]):
+            return load_json(f)
         try:
             return DataOnlyUnpickler(f).load()
         except (NotASnapshot, MemoryError, OSError):

@@ -39,6 +39,43 @@ static trace_format detect(line_reader *r)
     }
 }
 
+/* The converter's name in messages: the script and its installed name. */
+#define CONVERTER "tools/torch_snapshot_to_trace.py FILE -o out.trace.gz (installed as relo-torch-snapshot-to-trace)"
+
+/* What the first bytes of the data say the file is, when it is something
+ * a trace reader does not read or the format asked does not fit: a
+ * sentence naming what to do, or NULL. head holds n bytes. */
+static const char *foreign(const char *head, size_t n, trace_format format)
+{
+    const unsigned char *s = (const unsigned char *)head;
+    if (n >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf) s += 3, n -= 3;
+    /* A pickle of protocol 2 on opens with PROTO and its number. */
+    if (n >= 2 && s[0] == 0x80 && s[1] >= 2 && s[1] <= 5)
+        return "a Python pickle, not a trace: a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) "
+               "becomes a trace with " CONVERTER;
+    size_t i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) i++;
+    if (i < n && (s[i] == '{' || s[i] == '['))
+        return "JSON, not a trace: a PyTorch memory snapshot saved as JSON becomes a trace with " CONVERTER;
+    /* The first line, for a trace read in the other format. */
+    const unsigned char *nl = memchr(s + i, '\n', n - i);
+    size_t line = nl ? (size_t)(nl - s) - i : n - i;
+    if (format == TRACE_FORMAT_RELO) {
+        parse_field fields[8];
+        size_t count = parse_split_comma((const char *)s + i, line, fields, 8);
+        for (size_t k = 0; k < count && k < 8; k++)
+            if (parse_field_is(fields[k], "Action"))
+                return "an RMM memory-event log (its CSV header names an Action column), read as a relo "
+                       "trace: use --format rmm, or --format auto";
+    } else if (format == TRACE_FORMAT_RMM) {
+        static const char magic[] = "# relo-trace";
+        if (line >= sizeof magic - 1 && memcmp(s + i, magic, sizeof magic - 1) == 0)
+            return "a relo trace (its '# relo-trace' line), read as an RMM log: use --format relo, or "
+                   "--format auto";
+    }
+    return NULL;
+}
+
 /* Reads every line of src with the chosen parser. */
 static bool read_source(trace_source *src, const char *name, trace_format format, uint64_t max_events,
                         trace *out, trace_error *err)
@@ -48,14 +85,19 @@ static bool read_source(trace_source *src, const char *name, trace_format format
     trace_set_name_from_path(out, name);
     line_reader r;
     line_reader_init(&r, trace_source_read, src);
-    if (format == TRACE_FORMAT_AUTO) format = detect(&r);
+    const char *head = NULL;
+    long peeked = line_reader_peek(&r, &head);
+    const char *why = peeked > 0 ? foreign(head, (size_t)peeked, format) : NULL;
+    if (!why && format == TRACE_FORMAT_AUTO) format = detect(&r);
     bool ok;
-    if (format == TRACE_FORMAT_RMM) ok = trace_parse_rmm(&r, name, out, err);
+    if (why) ok = trace_fail(err, name, 0, "%s", why);
+    else if (format == TRACE_FORMAT_RMM) ok = trace_parse_rmm(&r, name, out, err);
     else if (format == TRACE_FORMAT_RELO) ok = trace_parse_relo(&r, name, out, err);
     else ok = trace_fail(err, name, 0, "unknown trace format");
-    /* A line the reader refused (too long) is bad whatever follows it; a
-     * line the parser refused may be garbage from corrupt data. */
-    bool drain = !r.failed;
+    /* A line the reader refused (too long) is bad whatever follows it, and
+     * so is a file of another kind; a line the parser refused may be
+     * garbage from corrupt data. */
+    bool drain = !r.failed && !why;
     line_reader_free(&r);
     char msg[256];
     bool closed = trace_source_close(src, drain, msg, sizeof msg);

@@ -23,3 +23,15 @@ relo_cli_test(sweep_from_fit_too_many_replays 1
 # A trace that starts with a UTF-8 byte-order mark reads as without one.
 relo_cli_test(byte_order_mark 0 "\"trace\":\"bom\",.*\"events\":4,.*\"peak_live_bytes\":3145728"
               ARGS --json ${_data}/bom.trace)
+
+# Files of other kinds given as a trace: a PyTorch snapshot (pickle or
+# JSON) names the converter; an RMM log read as a relo trace names
+# --format rmm.
+relo_cli_test(snapshot_pickle_names_the_converter 2
+              "snapshot.pickle: a Python pickle, not a trace: a PyTorch memory snapshot .* becomes a trace with tools/torch_snapshot_to_trace.py FILE -o out.trace.gz \\(installed as relo-torch-snapshot-to-trace\\)"
+              ARGS ${_data}/snapshot.pickle)
+relo_cli_test(snapshot_json_names_the_converter 2
+              "snapshot.json: JSON, not a trace: .*relo-torch-snapshot-to-trace" ARGS ${_data}/snapshot.json)
+relo_cli_test(rmm_log_as_relo_names_the_format 2
+              "tiny_rmm.csv: an RMM memory-event log .*read as a relo trace: use --format rmm"
+              ARGS --format relo ${_data}/tiny_rmm.csv)

@@ -9,6 +9,7 @@ written at the format's limits are read back by it)
 Exits 0 on success, 1 on failure; ctest skips it (77) without python3.
 """
 import gzip
+import json
 import os
 import pickle
 import subprocess
@@ -70,6 +71,24 @@ def main():
         r = run([snap, "-o", gz])
         if r.returncode != 0 or not gzip.open(gz, "rt").read().startswith("# relo-trace 1"):
             failures.append("gzip output failed: " + r.stderr)
+
+        # The same snapshot saved as JSON, plain or gzipped, converts alike;
+        # text that is not JSON says so.
+        for name, data in (("toy.json", json.dumps(SNAPSHOT).encode()),
+                           ("toy.json.gz", gzip.compress(json.dumps(SNAPSHOT).encode()))):
+            path = os.path.join(tmp, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            r = run([path])
+            events = [l for l in r.stdout.splitlines() if not l.startswith("#")]
+            if r.returncode != 0 or events != EXPECTED_EVENTS:
+                failures.append("%s: %d %r %r" % (name, r.returncode, events, r.stderr))
+        path = os.path.join(tmp, "broken.json")
+        with open(path, "w") as f:
+            f.write('{"device_traces": [[{"action": "alloc",')
+        r = run([path])
+        if r.returncode != 1 or "not valid JSON" not in r.stderr or "Traceback" in r.stderr:
+            failures.append("broken JSON: %d %r" % (r.returncode, r.stderr))
 
         class Evil:
             def __reduce__(self):

@@ -420,6 +420,48 @@ CHECK_TEST(a_byte_order_mark_starts_any_format)
     expect_true(rejects("a 1 100\n\xef\xbb\xbf" "a 2 100\n", 2, "unknown event"));
 }
 
+/* Whether size bytes at data, read as format, are refused at line 0 with
+ * a message containing words. */
+static bool refuses_as(const void *data, size_t size, trace_format format, const char *words)
+{
+    trace t;
+    trace_error e;
+    memset(&e, 0, sizeof e);
+    bool ok = trace_read_buffer(data, size, "mem.trace", format, &t, &e);
+    trace_free(&t);
+    bool match = !ok && e.line == 0 && strstr(e.message, words) != NULL;
+    if (!match) fprintf(stderr, "  got %s:%llu: %s (wanted '%s')\n", e.file, (unsigned long long)e.line,
+                        e.message, words);
+    return match;
+}
+
+CHECK_TEST(files_of_other_kinds_are_named_with_what_to_do)
+{
+    /* pickle.dumps({"device_traces": [[]]}, protocol=4), any format asked. */
+    static const char pickle[] = "\x80\x04\x95\x19\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x0d" "device_traces\x94]\x94]\x94" "as.";
+    for (int f = TRACE_FORMAT_AUTO; f < TRACE_FORMAT_COUNT; f++)
+        expect_true(refuses_as(pickle, sizeof pickle - 1, (trace_format)f,
+                               "a Python pickle, not a trace: a PyTorch memory snapshot"));
+    expect_true(refuses_as(pickle, sizeof pickle - 1, TRACE_FORMAT_AUTO,
+                           "tools/torch_snapshot_to_trace.py FILE -o out.trace.gz (installed as "
+                           "relo-torch-snapshot-to-trace)"));
+    /* The same saved as JSON, after a byte-order mark and blank lines. */
+    static const char json[] = "\xef\xbb\xbf\n  {\"device_traces\": [[]]}\n";
+    expect_true(refuses_as(json, sizeof json - 1, TRACE_FORMAT_AUTO, "JSON, not a trace"));
+    expect_true(refuses_as("[]", 2, TRACE_FORMAT_RELO, "relo-torch-snapshot-to-trace"));
+    /* An RMM log read as a relo trace, and a relo trace read as an RMM log. */
+    static const char rmm[] = "Thread,Time,Action,Pointer,Size,Stream\n1,0,allocate,0x10,64,0\n";
+    expect_true(refuses_as(rmm, sizeof rmm - 1, TRACE_FORMAT_RELO, "an RMM memory-event log"));
+    expect_true(refuses_as(rmm, sizeof rmm - 1, TRACE_FORMAT_RELO, "use --format rmm"));
+    expect_true(refuses_as(small_trace, strlen(small_trace), TRACE_FORMAT_RMM, "use --format relo"));
+    /* Auto still reads both; a pickle's magic later in a file is a bad line. */
+    trace t;
+    trace_error e;
+    expect_true(trace_read_buffer(rmm, sizeof rmm - 1, "mem.csv", TRACE_FORMAT_AUTO, &t, &e));
+    trace_free(&t);
+    expect_true(rejects("a 1 100\n\x80\x04\n", 2, "unknown event"));
+}
+
 CHECK_TEST(names_are_escaped_for_the_terminal)
 {
     char out[64];
