@@ -552,7 +552,9 @@ def main(argv=None):
         return 1
     if not converted:
         where = "device %d" % args.device if args.device is not None else "device_traces"
-        say(args.snapshot, "no alloc events in %s" % where)
+        say(args.snapshot, "no alloc events in %s: PyTorch records them only while allocation history "
+            "is on (torch.cuda.memory._record_memory_history() before the workload, "
+            "torch.cuda.memory._dump_snapshot() after it)" % where)
         return 1
     if len(converted) > 1 and not args.output:
         say(args.snapshot, "events on devices %s: choose one with --device N, or give -o OUT to write "

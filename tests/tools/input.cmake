@@ -35,3 +35,16 @@ relo_cli_test(snapshot_json_names_the_converter 2
 relo_cli_test(rmm_log_as_relo_names_the_format 2
               "tiny_rmm.csv: an RMM memory-event log .*read as a relo trace: use --format rmm"
               ARGS --format relo ${_data}/tiny_rmm.csv)
+
+# The documented path from a training script's snapshot to the report:
+# a snapshot pickle in PyTorch's shape, built without PyTorch, converted
+# and replayed with --fit --capacity auto --baseline pytorch --html.
+if(RELO_PYTHON3)
+  add_test(NAME tools.snapshot_to_report
+           COMMAND ${RELO_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot_to_report.py
+                   ${PROJECT_SOURCE_DIR}/tools/torch_snapshot_to_trace.py $<TARGET_FILE:relo-replay>
+                   ${CMAKE_CURRENT_BINARY_DIR}/snapshot-to-report)
+else()
+  add_test(NAME tools.snapshot_to_report COMMAND sh -c "echo 'SKIP: python3 not found'; exit 77")
+endif()
+set_tests_properties(tools.snapshot_to_report PROPERTIES LABELS tools TIMEOUT 300 SKIP_RETURN_CODE 77)
