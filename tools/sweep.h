@@ -15,9 +15,9 @@
 
 #include "replay.h"
 
-/** The most replays one sweep runs: a range and step asking for more are
- *  refused before any replay (about 10^12 replays were asked for once,
- *  by a step of 0.0000001 %). */
+/** The most replays one sweep runs: a range and step asking for more (a
+ *  step of 0.0000001 % over 1x to 1,000,000x peak live would ask for
+ *  about 10^15) are refused before any replay. */
 #define SWEEP_MAX_REPLAYS 100000u
 
 /** How many failing capacities a result names (the count has them all). */
