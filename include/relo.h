@@ -15,6 +15,19 @@
  *     everything hanging off it. relo never waits for the device, copies or
  *     transfers while holding it, so a relocation on one thread does not
  *     stall a resolve on another. A stream is used by one thread at a time.
+ *   - What waits for a pass another thread has open (relo's own, while it
+ *     waits for the device and copies): a pin or write of an allocation
+ *     that pass moves (it returns the new place), a resolve or read of one
+ *     it slides within its page, a reservation the device
+ *     refused a page for (the pass may give the room back), relo_reclaim,
+ *     relo_reclaim_device, relo_pass_begin, relo_capture_* and
+ *     relo_device_destroy. Nothing else: resolve, pin, unpin, read, write,
+ *     release and reserve of other allocations return without waiting;
+ *     a reservation that would pack before a new page, or past the release
+ *     threshold, takes the page or keeps the room instead while a pass is
+ *     open. A reclaim waits for the device once and for its copies once
+ *     (one pass) unless relo_device_desc.pass_max_bytes or pass_max_ns cut
+ *     it into more.
  *   - The binding contract: a binding from relo_resolve is valid until the
  *     next call on the device, from any thread, that may move memory
  *     (relo_reserve, relo_reclaim, relo_reclaim_device,
@@ -248,8 +261,8 @@ typedef struct relo_device_desc {
     uint64_t capacity;           /**< device bytes; 0 = what the backend reports (maybe unknown) */
     relo_policy policy;          /**< 0 = RELO_POLICY_DEFAULT, i.e. DENSE (docs/placement.md) */
     uint64_t pass_max_bytes;     /**< bytes one relocation or compaction pass plans to move (a
-                                      pass always moves at least one page); 0 = the policy's
-                                      default: no bound for SEED, 64 MiB for DENSE */
+                                      pass always moves at least one page); 0 = no bound, so
+                                      that a reclaim waits for the device once */
     uint64_t pass_max_ns;        /**< time one pass may spend planning; 0 = no bound */
     relo_log_fn log;             /**< log sink; NULL = silent */
     void *log_user;              /**< passed to log */

@@ -54,7 +54,6 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
     d->capacity = d0.capacity ? d0.capacity : backend->props.capacity;
     d0.capacity = d->capacity;
     if (d0.policy == RELO_POLICY_DEFAULT) d0.policy = RELO_POLICY_DENSE;
-    if (d0.policy == RELO_POLICY_DENSE && d0.pass_max_bytes == 0) d0.pass_max_bytes = RELO_DENSE_PASS_MAX_BYTES;
     if (d0.release_threshold == 0) d0.release_threshold = RELO_RELEASE_THRESHOLD_DEFAULT;
     d->desc = d0;
     d->layout = relo__layout_pick(d0.layout, d0.policy);

@@ -54,7 +54,6 @@ typedef struct relo_adaptive {
 #define RELO_DENSE_MEDIUM_MAX (10 * RELO_MiB)    /* large pool: a new page for sizes up to this */
 #define RELO_DENSE_MEDIUM_PAGE (20 * RELO_MiB)   /* ... is this big */
 #define RELO_DENSE_LARGE_GRANULE (2 * RELO_MiB)  /* ... else its request rounded to this */
-#define RELO_DENSE_PASS_MAX_BYTES (64 * RELO_MiB) /* default bound of one compaction pass */
 #define RELO_DENSE_SLACK_DIVISOR 16u  /* pack before a new page past live + live/16 */
 #define RELO_DENSE_QUIET_PAGES 8u     /* new pages before packing is tried again in vain */
 #define RELO_DENSE_PAGE_DIVISOR 64u   /* small pages ≤ peak live / 64 (within floor and base), but

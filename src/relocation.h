@@ -85,6 +85,8 @@ struct relo_pass {
                                unfenced when the pass closes */
     bool slides;            /* a slide pass (slide.c): every move is a slide, every
                                fenced page is packed on commit */
+    bool cut;               /* planning stopped at the pass's bounds: a later pass
+                               may plan what this one left */
     uint32_t fence_count, fence_cap;
     relo_finish *finishes;  /* the streams' finishes, taken at open */
     uint32_t finish_count;
@@ -311,11 +313,17 @@ uint64_t relo__compact_plan(struct relo_pass *pass, struct relo_stream *only, ui
 
 /**
  * Compacts the dense pools of one stream (only non-NULL) or of every stream
- * until want bytes of pages are empty and given back, or nothing more moves
- * (at most a bounded number of passes), moving at most budget requested
- * bytes in all (UINT64_MAX: no bound). Packing for a new page
+ * until want bytes of pages are empty and given back, moving at most budget
+ * requested bytes in all (UINT64_MAX: no bound). Everything is planned in
+ * one pass, which waits for the device once and for its copies once; a
+ * further pass runs only where the pass's bounds (pass_max_bytes,
+ * pass_max_ns) cut the plan short, or, for a page the device refused
+ * (RELO_REASON_MEMORY_PRESSURE), while passes still give room back (at
+ * most a bounded number of them). Packing for a new page
  * (RELO_REASON_COMPACT) within a budget drops a pass that would empty less
- * than what is still wanted, before anything moves. Returns bytes given
+ * than what is still wanted, before anything moves. Packing nobody waits on
+ * (RELO_REASON_COMPACT, RELO_REASON_THRESHOLD) never waits for another
+ * thread's pass: while one is open it moves nothing. Returns bytes given
  * back.
  */
 uint64_t relo__compact_and_release(relo_device *device, struct relo_stream *only, uint64_t want,
