@@ -92,6 +92,7 @@ struct relo_pass {
     uint32_t finish_count;
     bool all_finish;        /* every stream had one: no backend device wait */
     bool runtime;           /* driven by the runtime (relo_pass_begin) */
+    struct relo_stream *scope; /* a runtime pass: the stream it covers, NULL = every one */
     pthread_t owner;        /* the thread that opened it */
     bool copied;            /* relo_pass_copy ran, or runs */
     bool copying;           /* relo_pass_copy runs now, on thread copier */

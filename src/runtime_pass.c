@@ -49,6 +49,7 @@ relo_status relo_pass_begin(relo_device *d, const relo_pass_desc *desc, relo_pas
     if (st == RELO_OK) {
         relo__pass_begin(pass, d, RELO_REASON_RUNTIME);
         pass->runtime = true;
+        pass->scope = bounds.stream;
         pass->max_bytes = bounds.max_bytes;
         pass->max_moves = bounds.max_moves;
         pass->max_ns = 0;
@@ -150,7 +151,9 @@ relo_status relo_pass_end(relo_pass *pass, relo_pass_outcome outcome)
      * the runtime says and what relo's own copy saw. */
     relo_copy_outcome o = (relo_copy_outcome)outcome;
     if (pass->copied && pass->copy_outcome > o) o = (relo_copy_outcome)pass->copy_outcome;
-    relo__pass_close(pass, o);
+    /* Pages the pass emptied go back, as after a reclaim (relo__pass_close
+     * gives back the outdated ones; the dense pools' stay cached there). */
+    if (relo__pass_close(pass, o)) relo__trim(d, pass->scope, 0);
     relo__free(pass);
     relo__device_unlock(d);
     return RELO_OK;
