@@ -474,8 +474,11 @@ RELO_API relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_
 /**
  * As relo_resolve, and pins the allocation: it is not moved until a
  * matching relo_unpin, so the binding stays valid whatever other threads do
- * (a page holding a pinned allocation is no relocation or compaction
- * source). Pins count: n pins need n unpins. If the allocation is being
+ * (a pass moves no pinned allocation, nor the rest of its page where the
+ * page moves whole). Pins count: n pins need n unpins. Like relo_resolve,
+ * it takes no lock in the common case: it counts itself on the handle's
+ * slot, so threads pinning different allocations do not wait for each
+ * other, nor for a pass that waits for the device. If the allocation is being
  * moved by a pass another thread opened, relo_pin waits for that pass to
  * end (one pass: relo's own are bounded) and returns where the bytes are
  * then, so work it launches never races the copy; called from the thread
@@ -492,7 +495,8 @@ RELO_API relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_
 RELO_API relo_status relo_pin(relo_stream *stream, relo_handle handle, relo_binding *out);
 
 /**
- * Drops one pin. Returns RELO_OK, RELO_ERR_NOT_FOUND (stale handle),
+ * Drops one pin, from any thread; takes no lock when the allocation is
+ * pinned. Returns RELO_OK, RELO_ERR_NOT_FOUND (stale handle),
  * RELO_ERR_INVALID_ARGUMENT (NULL device, or the allocation is not pinned).
  */
 RELO_API relo_status relo_unpin(relo_device *device, relo_handle handle);

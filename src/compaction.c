@@ -333,7 +333,7 @@ static int window_order(const void *a, const void *b)
  * length bytes with the fewest live bytes; false when there is none. */
 static bool best_window(relo_page *page, uint64_t length, window *out)
 {
-    if (page->guards || page->pins || page->transfers || page->size < length) return false;
+    if (page->guards || page->transfers || page->size < length || relo__page_has_pins(page)) return false;
     bool found = false;
     relo_slice *a = page->first;
     uint64_t span = 0, live = 0;

@@ -209,14 +209,13 @@ relo_status relo_release(relo_device *device, relo_handle handle)
     if (slot) {
         if (--slot->refcount == 0) {
             relo_slice *slice = slot->slice;
-            slice->page->pins -= slot->pins;
+            relo__handle_free(&device->handles, slot); /* its pins go with it */
             /* A source of the open pass stays until the pass closes (a copy
              * may be reading it), and counts as freed then. */
             if (!relo__pass_drop(device, slice)) {
                 relo__stats_freed(relo__pool_stream(slice->page->pool), slice->size);
                 relo__pool_slice_free(slice->page->pool, slice);
             }
-            relo__handle_free(&device->handles, slot);
         }
         st = RELO_OK;
     }
@@ -240,14 +239,11 @@ static relo_status resolve(relo_stream *stream, relo_handle handle, bool pin, re
     if (slot) {
         relo_slice *slice = slot->slice;
         relo_page *page = slice->page;
-        st = pin && slot->pins == UINT32_MAX ? RELO_ERR_INVALID_ARGUMENT : RELO_OK;
+        st = pin && relo__slot_pins(slot) == UINT32_MAX ? RELO_ERR_INVALID_ARGUMENT : RELO_OK;
         if (st == RELO_OK && stream->capture.state == RELO_CAPTURE_RECORDING) st = relo__capture_touch(stream, page);
+        if (st == RELO_OK && pin) st = relo__slot_pin(slot, 1);
         if (st == RELO_OK) {
             relo__pass_veto(d, slice);
-            if (pin) {
-                slot->pins++;
-                page->pins++;
-            }
             out->buffer = page->buffer;
             out->offset = slice->offset;
             out->size = slice->size;
@@ -273,23 +269,22 @@ relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_binding *
 
 relo_status relo_pin(relo_stream *stream, relo_handle handle, relo_binding *out)
 {
+    /* Without the lock as relo_resolve, on the slot's count (handle.h says
+     * how a pass that opens meanwhile sees it). */
+    if (stream && out && !atomic_load_explicit(&stream->capture.recording, memory_order_relaxed) &&
+        relo__handle_pin_fast(&stream->device->handles, handle, out))
+        return RELO_OK;
     return resolve(stream, handle, true, out);
 }
 
 relo_status relo_unpin(relo_device *device, relo_handle handle)
 {
     if (!device) return RELO_ERR_INVALID_ARGUMENT;
+    if (relo__handle_unpin_fast(&device->handles, handle)) return RELO_OK;
     relo__device_lock(device);
     relo_status st = RELO_ERR_NOT_FOUND;
     relo_slot *slot = relo__handle_lookup(&device->handles, handle);
-    if (slot) {
-        st = RELO_ERR_INVALID_ARGUMENT;
-        if (slot->pins > 0) {
-            slot->pins--;
-            slot->slice->page->pins--;
-            st = RELO_OK;
-        }
-    }
+    if (slot) st = relo__slot_unpin(slot);
     relo__device_unlock(device);
     return st;
 }

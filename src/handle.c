@@ -88,7 +88,7 @@ relo_status relo__handle_alloc(relo_handle_table *t, relo_slot **out)
     }
     s->refcount = 1;
     s->slice = NULL;
-    s->pins = 0;
+    atomic_store_explicit(&s->pin_state, (uint64_t)s->generation << 32, memory_order_relaxed);
     if (s->generation > t->gen_high) t->gen_high = s->generation;
     t->live++;
     *out = s;
@@ -134,20 +134,60 @@ void relo__handle_free(relo_handle_table *t, relo_slot *s)
     if (s->published) write_published(s, 0);
     s->refcount = 0;
     t->live--;
-    if (s->generation == RELO_HANDLE_GEN_MAX) {
-        /* Wrapping would let a handle of this slot's first allocation name
-         * a later one; the slot is retired instead (for good). */
-        s->generation = 0;
+    bool retire = s->generation == RELO_HANDLE_GEN_MAX;
+    /* Wrapping would let a handle of this slot's first allocation name a
+     * later one; the slot is retired instead (for good), generation 0. */
+    s->generation = retire ? 0 : s->generation + 1;
+    /* The pins go with the old generation: a pin or unpin without the lock
+     * that comes after this finds the generation changed. */
+    atomic_store_explicit(&s->pin_state, (uint64_t)s->generation << 32, memory_order_seq_cst);
+    if (retire) {
         s->next_free = NULL;
         t->retired++;
-        return;
+    } else {
+        s->next_free = t->free_head;
+        t->free_head = s;
     }
-    s->generation++;
-    s->next_free = t->free_head;
-    t->free_head = s;
 }
 
-bool relo__handle_resolve_fast(const relo_handle_table *t, relo_handle h, relo_binding *out)
+/* Adds n pins to s if its word holds generation gen and room for them;
+ * false otherwise (nothing changed). */
+static bool add_pins(relo_slot *s, uint32_t gen, uint32_t n)
+{
+    uint64_t ps = atomic_load_explicit(&s->pin_state, memory_order_relaxed);
+    do {
+        if ((uint32_t)(ps >> 32) != gen || (uint32_t)ps > UINT32_MAX - n) return false;
+    } while (!atomic_compare_exchange_weak_explicit(&s->pin_state, &ps, ps + n, memory_order_seq_cst,
+                                                    memory_order_relaxed));
+    return true;
+}
+
+/* Drops one pin of s if its word holds generation gen and a pin; false
+ * otherwise (nothing changed). */
+static bool drop_pin(relo_slot *s, uint32_t gen)
+{
+    uint64_t ps = atomic_load_explicit(&s->pin_state, memory_order_relaxed);
+    do {
+        if ((uint32_t)(ps >> 32) != gen || (uint32_t)ps == 0) return false;
+    } while (!atomic_compare_exchange_weak_explicit(&s->pin_state, &ps, ps - 1, memory_order_seq_cst,
+                                                    memory_order_relaxed));
+    return true;
+}
+
+relo_status relo__slot_pin(relo_slot *s, uint32_t n)
+{
+    return add_pins(s, s->generation, n) ? RELO_OK : RELO_ERR_INVALID_ARGUMENT;
+}
+
+relo_status relo__slot_unpin(relo_slot *s)
+{
+    return drop_pin(s, s->generation) ? RELO_OK : RELO_ERR_INVALID_ARGUMENT;
+}
+
+/* The published copy of h's slot: true with the slot, the sequence count
+ * read and the copy in *out; false when the slot publishes none for h. */
+static bool read_published(const relo_handle_table *t, relo_handle h, relo_slot **slot, uint64_t *seq,
+                           relo_binding *out)
 {
     uint32_t index = (uint32_t)(h.id & SLOT_MASK);
     uint32_t tag = (uint32_t)((h.id >> TAG_SHIFT) & RELO_HANDLE_TAG_MAX);
@@ -165,11 +205,52 @@ bool relo__handle_resolve_fast(const relo_handle_table *t, relo_handle h, relo_b
      * fields: unchanged, no writer touched them in between. */
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&s->seq, memory_order_relaxed) != q || id != h.id) return false;
+    *slot = s;
+    *seq = q;
     out->buffer = (void *)buffer;
     out->offset = offset;
     out->size = size;
     out->address = address;
     return true;
+}
+
+bool relo__handle_resolve_fast(const relo_handle_table *t, relo_handle h, relo_binding *out)
+{
+    relo_slot *s;
+    uint64_t q;
+    return read_published(t, h, &s, &q, out);
+}
+
+bool relo__handle_pin_fast(relo_handle_table *t, relo_handle h, relo_binding *out)
+{
+    relo_slot *s;
+    uint64_t q;
+    relo_binding b;
+    if (!read_published(t, h, &s, &q, &b)) return false;
+    uint32_t gen = (uint32_t)(h.id >> GEN_SHIFT);
+    if (!add_pins(s, gen, 1)) return false;
+    /* Against a pass that opens meanwhile: it withdraws the copy, then
+     * reads the pins, each after a full fence; here the pin is counted,
+     * then the copy read again. One of the two sees the other. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&s->seq, memory_order_relaxed) == q) {
+        *out = b;
+        return true;
+    }
+    /* Withdrawn since: undo (unless a release took the pin with the slot). */
+    (void)drop_pin(s, gen);
+    return false;
+}
+
+bool relo__handle_unpin_fast(relo_handle_table *t, relo_handle h)
+{
+    uint32_t index = (uint32_t)(h.id & SLOT_MASK);
+    uint32_t tag = (uint32_t)((h.id >> TAG_SHIFT) & RELO_HANDLE_TAG_MAX);
+    if (tag != t->tag || index == 0) return false;
+    relo_slot *s = relo__handle_slot_if_made(t, index - 1);
+    /* The generation in the pin word names the allocation: a stale handle
+     * finds another one and takes the locked path. */
+    return s && drop_pin(s, (uint32_t)(h.id >> GEN_SHIFT));
 }
 
 relo_slot *relo__handle_lookup(relo_handle_table *t, relo_handle h)

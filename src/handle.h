@@ -34,6 +34,18 @@
  * live in chunks that never move (chunk k holds 256·2^k slots), so a reader
  * never touches freed memory while the table grows.
  *
+ * Pinning without the lock. A slot's pins live in one atomic word with
+ * the slot's generation (generation << 32 | pins), so a pin or unpin
+ * changes the count of exactly the allocation its handle names: once the
+ * slot is freed the generation differs and the exchange fails. relo_pin
+ * of a published slot counts itself on the slot, then reads the sequence
+ * count again (a full fence between); a pass that opens withdraws its
+ * sources first and then reads their pins (a full fence between), so
+ * either the pin sees the withdrawal and undoes itself, or the pass sees
+ * the pin and leaves the allocation where it is (relocation.c). Planning
+ * reads the slots' pins as it plans each move, and the count is the one
+ * record of pins: a page keeps none, so nothing has to agree with it.
+ *
  * Protected by: the device lock (table, and every write to a slot); the
  * published copy is read without it. The tag registry has its own lock.
  */
@@ -66,7 +78,8 @@ typedef struct relo_slot {
                                        first, and taking the slot sets slice */
     uint32_t generation;    /* bumped on every free; 0 once retired */
     uint32_t refcount;      /* 0 = free slot */
-    uint32_t pins;          /* relo_pin calls not yet unpinned: never moved */
+    _Atomic uint64_t pin_state; /* generation << 32 | relo_pin calls not yet unpinned
+                                   (the allocation is never moved); see above */
     uint32_t index;         /* this slot's index in the table */
     bool published;         /* id below is not 0 */
 
@@ -111,9 +124,36 @@ relo_status relo__handle_table_init(relo_handle_table *t);
  *  changes). */
 relo_status relo__handle_alloc(relo_handle_table *t, relo_slot **out);
 
-/** Frees a slot of the table: its handle values go stale, for good. Never
- *  fails. */
+/** Frees a slot of the table: its handle values go stale, for good, and
+ *  the pins the allocation still had go with them. Never fails. */
 void relo__handle_free(relo_handle_table *t, relo_slot *slot);
+
+/** The pins a slot holds now (relo_pin calls not yet unpinned). */
+static inline uint32_t relo__slot_pins(const relo_slot *s)
+{
+    return (uint32_t)atomic_load_explicit(&((relo_slot *)s)->pin_state, memory_order_relaxed);
+}
+
+/** Adds n pins to the live slot s, as n relo_pin calls do (device lock
+ *  held; pins without the lock may run meanwhile). RELO_ERR_INVALID_ARGUMENT,
+ *  with nothing changed, when its count would pass UINT32_MAX. */
+relo_status relo__slot_pin(relo_slot *s, uint32_t n);
+
+/** Drops one pin of the live slot s (device lock held).
+ *  RELO_ERR_INVALID_ARGUMENT when it holds none. */
+relo_status relo__slot_unpin(relo_slot *s);
+
+/** relo_pin without the device lock: when h's slot publishes its binding
+ *  and holds fewer than UINT32_MAX pins, pins it, fills *out and returns
+ *  true. False, with nothing changed, when the caller must take the locked
+ *  path (which answers exactly). */
+bool relo__handle_pin_fast(relo_handle_table *t, relo_handle h, relo_binding *out);
+
+/** relo_unpin without the device lock: when h names a live slot that
+ *  holds a pin, drops it and returns true. False, with nothing changed,
+ *  when the caller must take the locked path (which answers exactly:
+ *  a stale handle, or one with no pin). */
+bool relo__handle_unpin_fast(relo_handle_table *t, relo_handle h);
 
 /** The live slot a handle names, or NULL (stale, 0, made up, another
  *  device's, or a slot whose reservation has not returned yet). */

@@ -88,8 +88,6 @@ typedef struct relo_page {
     uint32_t live;              /* LIVE slices: the page can move whole when live == occupied */
     uint64_t live_size;         /* their requested sizes */
     uint32_t guards;            /* sealed graphs using this page */
-    uint64_t pins;              /* pins on its allocations: the page is no source (each
-                                   allocation holds at most UINT32_MAX, so this cannot wrap) */
     uint32_t transfers;         /* relo_read/relo_write in progress without the lock:
                                    no source, and not given back */
     uint32_t touch_stamp;       /* capture epoch that last touched it */

@@ -460,7 +460,7 @@ bool relo__pool_check(const relo_pool *pool, const relo_pool_checker *checker, c
         reserved += p->size;
         if (p->occupied == 0) empty += p->size;
         if (p->guards) guarded++;
-        uint64_t end = 0, occupied = 0, occupied_bytes = 0, pins = 0, live = 0, live_size = 0;
+        uint64_t end = 0, occupied = 0, occupied_bytes = 0, live = 0, live_size = 0;
         const relo_slice *prev = NULL;
         for (const relo_slice *sl = p->first; sl; prev = sl, sl = sl->next) {
             if (sl->page != p) FAIL("slice names another page");
@@ -485,7 +485,7 @@ bool relo__pool_check(const relo_pool *pool, const relo_pool_checker *checker, c
                 in_use += sl->size;
                 if (sl->size > sl->length) FAIL("slice shorter than its size");
                 padding += sl->length - sl->size;
-                if (checker && !checker->live(checker->user, sl, &pins, why)) return false;
+                if (checker && !checker->live(checker->user, sl, why)) return false;
             }
         }
         if (pool->kind == RELO_POOL_SLICED || p->occupied == 0) {
@@ -496,7 +496,6 @@ bool relo__pool_check(const relo_pool *pool, const relo_pool_checker *checker, c
         if (occupied != p->occupied || occupied_bytes != p->occupied_bytes)
             FAIL("page occupancy counters are wrong");
         if (live != p->live || live_size != p->live_size) FAIL("page live counters are wrong");
-        if (checker && pins != p->pins) FAIL("page pin count differs from its allocations' pins");
         if (checker && !checker->page(checker->user, p, why)) return false;
     }
     if (allocations != pool->allocations || in_use != pool->bytes_in_use ||

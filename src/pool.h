@@ -247,9 +247,8 @@ void relo__pool_free_page_push(relo_pool *pool, relo_page *page);
 /** What the layers above check of a pool's live slices and pages as
  *  relo__pool_check walks them (check.c: the open pass, the handles). */
 typedef struct relo_pool_checker {
-    /* A LIVE slice: adds its allocation's pins to *pins. Returns false, with
-     * *why, on a broken invariant. */
-    bool (*live)(void *user, const relo_slice *slice, uint64_t *pins, const char **why);
+    /* A LIVE slice. Returns false, with *why, on a broken invariant. */
+    bool (*live)(void *user, const relo_slice *slice, const char **why);
     /* A page, after its slices. */
     bool (*page)(void *user, const relo_page *page, const char **why);
     void *user;

@@ -75,7 +75,7 @@ relo_candidate relo__candidates_pop(relo_candidate *c, uint32_t *n)
 
 uint64_t relo__page_movable_bytes(const relo_page *page)
 {
-    if (page->guards || page->pins || page->transfers || page->occupied == 0) return 0;
+    if (page->guards || page->transfers || page->occupied == 0) return 0;
     /* A target or a leak stays put, and so does its page. */
     return page->live == page->occupied ? page->live_size : 0;
 }
@@ -117,6 +117,21 @@ void relo__pass_drop_moves(relo_pass *plan) { free_targets(plan, 0); }
 
 /* Larger size first, then lower offset: a total order over the slices of
  * one page (their offsets differ), so any sort gives the same order. */
+/* Whether a LIVE slice's allocation is pinned: it never moves. Pins take
+ * no lock (handle.h), so a pass that opens checks its sources again. */
+static bool slice_pinned(const relo_device *d, const relo_slice *sl)
+{
+    return relo__slot_pins(relo__handle_slot(&d->handles, sl->slot)) != 0;
+}
+
+bool relo__page_has_pins(const relo_page *page)
+{
+    const relo_device *d = relo__pool_stream(page->pool)->device;
+    for (const relo_slice *sl = page->first; sl; sl = sl->next)
+        if (sl->state == RELO_SLICE_LIVE && slice_pinned(d, sl)) return true;
+    return false;
+}
+
 static bool size_before(const relo_slice *x, const relo_slice *y)
 {
     if (x->size != y->size) return x->size > y->size;
@@ -159,8 +174,11 @@ bool relo__pass_plan_run(relo_pass *plan, relo_pool *target, relo_slice *first, 
 {
     uint32_t mark = plan->count;
     uint32_t live = 0;
-    for (relo_slice *sl = first; sl != end; sl = sl->next)
-        if (sl->state == RELO_SLICE_LIVE) live++;
+    for (relo_slice *sl = first; sl != end; sl = sl->next) {
+        if (sl->state != RELO_SLICE_LIVE) continue;
+        if (slice_pinned(plan->device, sl)) return false; /* the run moves whole or not at all */
+        live++;
+    }
     /* Largest first packs best into a best-fit pool's holes; address order
      * is as good as any for a first-fit one. */
     relo_slice *stack[64];
@@ -202,7 +220,7 @@ bool relo__pass_plan_run(relo_pass *plan, relo_pool *target, relo_slice *first, 
 bool relo__pass_add_slide(relo_pass *plan, relo_slice *slice, uint64_t to)
 {
     RELO_ASSERT(plan->slides && slice->page->fenced && slice->state == RELO_SLICE_LIVE && to < slice->offset);
-    if (!plan_grow(plan)) return false;
+    if (slice_pinned(plan->device, slice) || !plan_grow(plan)) return false;
     add_move(plan, slice, NULL, to);
     return true;
 }
@@ -370,7 +388,6 @@ static uint32_t commit(relo_device *d, relo_pass *plan)
         relo_stream *s = relo__pool_stream(src->page->pool);
         uint64_t size = src->size;
         relo_slot *slot = relo__handle_slot(&d->handles, mv->slot);
-        RELO_ASSERT(slot->pins == 0);
         if (dst) {
             relo__pool_slice_promote(dst->page->pool, dst, size, mv->slot);
             slot->slice = dst; /* withdrawn when the pass opened; the next locked resolve publishes */
@@ -473,11 +490,25 @@ relo_status relo__pass_open(relo_pass *pass)
         }
     }
     pass->all_finish = n > 0 && n == d->stream_count;
-    /* Marked sources are withdrawn from lock-free resolves, which then
-     * reach the mark (and veto the move) under the lock. */
+    /* Marked sources are withdrawn from lock-free resolves and pins, which
+     * then reach the mark under the lock (a resolve vetoes the move, a pin
+     * waits for it). */
     for (uint32_t i = 0; i < pass->count; i++) {
         pass->moves[i].src->move = i + 1;
         relo__handle_withdraw(&d->handles, pass->moves[i].slot);
+    }
+    /* A pin without the lock that counted itself before the withdrawal is
+     * seen now (handle.h): its move is skipped, and a slide, which cannot
+     * be, calls off the whole pass before anything is copied. */
+    atomic_thread_fence(memory_order_seq_cst);
+    for (uint32_t i = 0; i < pass->count; i++) {
+        relo_move *mv = &pass->moves[i];
+        if (relo__slot_pins(relo__handle_slot(&d->handles, mv->slot)) == 0) continue;
+        if (!mv->dst) {
+            for (uint32_t j = 0; j < pass->count; j++) pass->moves[j].src->move = 0;
+            return RELO_ERR_BUSY;
+        }
+        if (mv->fate == RELO_FATE_PLANNED) mv->fate = RELO_FATE_SKIPPED;
     }
     pass->owner = pthread_self();
     d->open_pass = pass;

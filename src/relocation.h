@@ -108,8 +108,8 @@ void relo__pass_begin(relo_pass *pass, relo_device *device, relo_reason reason);
 bool relo__pass_full(const relo_pass *pass, uint64_t next_bytes);
 
 /** Reserves targets in target for every allocation of page, or none
- *  (all-or-nothing per page). new_page: whether and how targets may take
- *  new pages. */
+ *  (all-or-nothing per page; none when one of them is pinned). new_page:
+ *  whether and how targets may take new pages. */
 bool relo__pass_plan_page(relo_pass *pass, relo_pool *target, relo_page *page, relo_new_page new_page);
 
 /** As relo__pass_plan_page for the allocations of the slices from first up
@@ -133,7 +133,8 @@ void relo__slices_largest_first(struct relo_slice **order, uint32_t n);
 void relo__pass_drop_moves(relo_pass *pass);
 
 /** Adds a slide of slice (LIVE, on a page fenced in this slide pass) down
- *  to offset to. False: host memory ran out (nothing added). */
+ *  to offset to. False: the allocation is pinned, or host memory ran out
+ *  (nothing added). */
 bool relo__pass_add_slide(relo_pass *pass, relo_slice *slice, uint64_t to);
 
 /** Plans the outdated pages of one stream's arena (only non-NULL) or of
@@ -157,8 +158,12 @@ void relo__pass_unfence_last(relo_pass *pass);
 bool relo__pass_finish(relo_pass *pass);
 
 /** Opens a planned pass: marks its sources and makes it the device's open
- *  pass. Returns RELO_ERR_HOST_MEMORY (nothing changes) when the streams'
- *  finishes cannot be noted. */
+ *  pass; a move whose allocation was pinned since it was planned (a pin
+ *  takes no lock) is skipped. Returns RELO_ERR_HOST_MEMORY when the
+ *  streams' finishes cannot be noted, RELO_ERR_BUSY when a slide's
+ *  allocation was pinned (a slide cannot be skipped); the pass is then not
+ *  open and nothing of it has changed but its withdrawn bindings, which
+ *  the next locked resolve publishes again. */
 relo_status relo__pass_open(relo_pass *pass);
 
 /**
@@ -204,10 +209,15 @@ static inline void relo__pass_veto(relo_device *device, relo_slice *slice);
  *  no source of the open pass (free it now). */
 bool relo__pass_drop(relo_device *device, relo_slice *slice);
 
-/** Requested bytes on a page whose every occupied slice is a movable LIVE
- *  allocation and that no graph guards; 0 otherwise. O(1): the page
- *  counts its LIVE slices and their sizes. */
+/** Requested bytes on a page whose every occupied slice is a LIVE
+ *  allocation, that no graph guards and no transfer uses; 0 otherwise.
+ *  O(1): the page counts its LIVE slices and their sizes. Pins are not
+ *  looked at: planning a move checks its allocation's. */
 uint64_t relo__page_movable_bytes(const relo_page *page);
+
+/** Whether an allocation on page is pinned (a look at each of its slots:
+ *  pages keep no count of their own, since pins take no lock). */
+bool relo__page_has_pins(const relo_page *page);
 
 /** A page a pass may empty, with its movable bytes. */
 typedef struct relo_candidate {

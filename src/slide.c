@@ -196,8 +196,8 @@ static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bo
      * enough were for relo__slide_make_room). */
     for (uint32_t i = 0; i < pool->page_count; i++) {
         relo_page *p = pool->pages[i];
-        if (!relo__page_serves(p) || p->pins || p->transfers || !relo__page_movable_bytes(p) || p->size < length ||
-            p->size - p->occupied_bytes >= length)
+        if (!relo__page_serves(p) || p->transfers || !relo__page_movable_bytes(p) || p->size < length ||
+            p->size - p->occupied_bytes >= length || relo__page_has_pins(p))
             continue;
         uint64_t bytes, cover;
         if (choose_evictions(p, length, room_for(p, top_page, top, second, spare), chosen, &bytes, &cover))

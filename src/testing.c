@@ -117,13 +117,7 @@ relo_status relo__testing_add_pins(relo_device *device, relo_handle h, uint32_t 
     relo__device_lock(device);
     relo_status st = RELO_ERR_NOT_FOUND;
     relo_slot *slot = relo__handle_lookup(&device->handles, h);
-    if (slot) {
-        st = n > UINT32_MAX - slot->pins ? RELO_ERR_INVALID_ARGUMENT : RELO_OK;
-        if (st == RELO_OK) {
-            slot->pins += n;
-            slot->slice->page->pins += n;
-        }
-    }
+    if (slot) st = relo__slot_pin(slot, n);
     relo__device_unlock(device);
     return st;
 }

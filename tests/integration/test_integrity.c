@@ -5,11 +5,13 @@
  * any thread, a reservation waiting on its own pass, a device with no page
  * limit), a page's pin count never wraps, the end of handle values is a
  * status of its own, relo_pass_end refuses while relo_pass_copy runs,
- * a stream's finish may pin a source from the copying thread, and a fork
- * never inherits the device-tag registry locked.
+ * a stream's finish may pin a source from the copying thread, a pin that
+ * lands while a pass plans (without the device lock) keeps its allocation
+ * in place, and a fork never inherits the device-tag registry locked.
  *
  * Every race is opened on purpose: the mock backend holds one call (a read,
- * a device wait) at a gate while the test does what another thread would.
+ * a device wait, an allocation made while a pass plans) at a gate or hook
+ * while the test does what another thread would.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -548,6 +550,95 @@ CHECK_TEST(finish_on_the_copying_thread_may_pin_a_source)
         if (sc.kept[i]) expect_true(fx_check_pattern(sc.f.dev, sc.h[i], (uint64_t)i + 1, SIZE));
     expect_ok(relo_device_check(sc.f.dev));
     scene_close(&sc);
+}
+
+/* Pins while a pass is planned. */
+typedef struct planning_pin {
+    relo_stream *s;
+    relo_handle h[4];
+    relo_binding at[4];
+    atomic_int done;      /* pins returned */
+    bool fired;
+    bool waited;          /* a pin did not return while the lock was held */
+    pthread_t t;
+} planning_pin;
+
+static void *pin_all(void *arg)
+{
+    planning_pin *pp = arg;
+    for (int i = 0; i < 4; i++) {
+        if (relo_pin(pp->s, pp->h[i], &pp->at[i]) == RELO_OK) atomic_fetch_add(&pp->done, 1);
+    }
+    return NULL;
+}
+
+/* The mock calls this in alloc, which relo calls with the device lock
+ * held: here, while the pass plans a target page. Another thread pins
+ * every allocation the pass may move, and must get its pins without the
+ * lock. */
+static void pin_while_planning(void *user)
+{
+    planning_pin *pp = user;
+    if (pp->fired) return;
+    pp->fired = true;
+    if (pthread_create(&pp->t, NULL, pin_all, pp) != 0) return;
+    uint64_t until = fx_now_ns() + 2000000000u;
+    while (atomic_load(&pp->done) < 4 && fx_now_ns() < until) nap(1000);
+    pp->waited = atomic_load(&pp->done) < 4;
+}
+
+/* Four allocations of 12.5 MiB alone on 20 MiB pages (2 MiB granule): a
+ * pass moves them to pages of their own size. While it plans (the device
+ * lock held), another thread pins all four: the pins return without the
+ * lock, and the pass, when it opens, leaves every pinned allocation where
+ * it is. */
+CHECK_TEST(a_pin_while_a_pass_plans_keeps_its_allocation_in_place)
+{
+    mock_ctx m;
+    relo_backend_props props = {32, 128 * MiB, 0, 2 * MiB};
+    relo_backend *b = NULL;
+    require_ok(mock_backend_create(&m, &props, &b));
+    relo_device_desc dd = fx_desc(RELO_POLICY_DEFAULT);
+    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+    fx f;
+    require_ok(fx_open_backend(&f, b, &dd));
+    const uint64_t size = 25 * MiB / 2;
+    relo_handle first = fx_reserve(f.s, size), big[4];
+    for (int i = 0; i < 4; i++) big[i] = fx_reserve(f.s, 20 * MiB);
+    for (int i = 0; i < 4; i++) expect_ok(relo_release(f.dev, big[i]));
+    planning_pin pp;
+    memset(&pp, 0, sizeof pp);
+    pp.s = f.s;
+    relo_binding before[4];
+    for (int i = 0; i < 4; i++) {
+        pp.h[i] = fx_reserve(f.s, size);
+        require_ne(pp.h[i].id, 0);
+        expect_ok(fx_write_pattern(f.dev, pp.h[i], (uint64_t)i + 1, size));
+        before[i] = fx_bind(f.s, pp.h[i]); /* resolved: pins may take no lock */
+    }
+    m.alloc_hook = pin_while_planning;
+    m.alloc_user = &pp;
+    relo_pass *pass = NULL;
+    require_ok(relo_pass_begin(f.dev, NULL, &pass));
+    m.alloc_hook = NULL;
+    relo_pass_outcome outcome;
+    expect_ok(relo_pass_copy(pass, &outcome));
+    expect_ok(relo_pass_end(pass, outcome));
+    require_true(pp.fired); /* the pass planned a new page */
+    if (pp.fired) pthread_join(pp.t, NULL);
+    expect_true(!pp.waited);
+    expect_eq(atomic_load(&pp.done), 4);
+    for (int i = 0; i < 4; i++) {
+        expect_true(fx_same_place(pp.at[i], before[i]));
+        expect_true(fx_same_place(fx_bind(f.s, pp.h[i]), before[i]));
+        expect_true(fx_check_pattern(f.dev, pp.h[i], (uint64_t)i + 1, size));
+        expect_ok(relo_unpin(f.dev, pp.h[i]));
+    }
+    expect_eq(fx_dev_stats(f.dev).allocations_moved, 0);
+    expect_ok(relo_device_check(f.dev));
+    for (int i = 0; i < 4; i++) expect_ok(relo_release(f.dev, pp.h[i]));
+    expect_ok(relo_release(f.dev, first));
+    fx_close(&f);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -487,9 +487,6 @@ CHECK_TEST(a_page_moves_whole_only_when_all_it_holds_is_live)
     p.occupied = 4;
     expect_eq(relo__page_movable_bytes(&p), 0);
     p.occupied = 3;
-    p.pins = 1;
-    expect_eq(relo__page_movable_bytes(&p), 0);
-    p.pins = 0;
     p.guards = 1;
     expect_eq(relo__page_movable_bytes(&p), 0);
     p.guards = 0;
