@@ -19,7 +19,9 @@
  * interleaved after a warm-up; medians and spreads are printed, and the
  * ratio of medians against the target (>= 1.6).
  *
- * A second pair does relo_pin + relo_unpin instead of relo_resolve.
+ * A second pair does relo_pin + relo_unpin instead of relo_resolve. The
+ * device has the default (dense) policy. The last lines sum up each
+ * ratio, e.g. "pin+unpin: 2 threads / 1 thread = X".
  *
  * Usage: bench_resolve_threads [runs] [ops per thread]  (defaults 15, 1000000)
  */
@@ -127,7 +129,8 @@ static sample run(worker *ws, int n, work kind, uint64_t ops)
     return s;
 }
 
-static void pair(worker *ws, work kind, const char *name, int runs, uint64_t ops)
+/* Returns the ratio of medians, 2 threads / 1 thread. */
+static double pair(worker *ws, work kind, const char *name, int runs, uint64_t ops)
 {
     double one[MAX_RUNS], two[MAX_RUNS], cpu1[MAX_RUNS], cpu2[MAX_RUNS], busy2[MAX_RUNS];
     (void)run(ws, 1, kind, ops / 4); /* warm-up */
@@ -161,6 +164,7 @@ static void pair(worker *ws, work kind, const char *name, int runs, uint64_t ops
     bench_print("CPUs the 2 threads got (CPU / wall time)", "", bench_summarize(busy2, runs));
     snprintf(what, sizeof what, "ratio 2 threads / 1 thread");
     bench_ratio(what, s2.median / s1.median, kind == WORK_CONTROL ? "the machine's ceiling now" : ">= 1.6");
+    return s2.median / s1.median;
 }
 
 int main(int argc, char **argv)
@@ -185,9 +189,12 @@ int main(int argc, char **argv)
         for (int j = 0; j < HANDLES * 8; j++) ws[i].control[j] = (uint64_t)j * 2654435761u;
     }
     printf("bench_resolve_threads: %d runs, %llu ops per thread\n", runs, (unsigned long long)ops);
-    pair(ws, WORK_CONTROL, "control (no shared state)", runs, ops);
-    pair(ws, WORK_RESOLVE, "relo_resolve", runs, ops);
-    pair(ws, WORK_PIN, "relo_pin + relo_unpin", runs, ops);
+    double control = pair(ws, WORK_CONTROL, "control (no shared state)", runs, ops);
+    double resolve = pair(ws, WORK_RESOLVE, "relo_resolve", runs, ops);
+    double pin = pair(ws, WORK_PIN, "relo_pin + relo_unpin", runs, ops);
+    printf("\nsummary (default policy; the machine's own ceiling now: 2 threads / 1 thread = %.2f):\n", control);
+    printf("  resolve: 2 threads / 1 thread = %.2f   (target >= 1.6)\n", resolve);
+    printf("  pin+unpin: 2 threads / 1 thread = %.2f   (target >= 1.6)\n", pin);
 
     uint64_t errors = ws[0].errors + ws[1].errors;
     for (int i = 0; i < 2; i++) {
