@@ -27,7 +27,7 @@
 #include <stdlib.h>
 
 #include "bench.h"
-#include "lock.h"
+#include "base/lock.h"
 #include "relo.h"
 #include "relo_backend.h"
 

@@ -6,7 +6,7 @@
  */
 #include "backend/backend.h"
 
-#include "hostmem.h"
+#include "base/hostmem.h"
 
 relo_status relo_backend_create(const relo_backend_ops *ops, void *ctx,
                                 const relo_backend_props *props, relo_backend **out)

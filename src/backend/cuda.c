@@ -18,7 +18,7 @@
 #include <stdatomic.h>
 
 #include "backend/backend.h"
-#include "hostmem.h"
+#include "base/hostmem.h"
 
 /* What cuMemAlloc guarantees for every allocation's base. */
 #define CUDA_ALIGNMENT 256u

@@ -19,7 +19,7 @@
 
 #include <string.h>
 
-#include "hostmem.h"
+#include "base/hostmem.h"
 
 #define HOSTLIKE_DEFAULT_ALIGNMENT 64u
 #define HOSTLIKE_DEFAULT_MAX_PAGE (UINT64_C(1) << 30)

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "lock.h"
+#include "base/lock.h"
 
 /* The context of a host or sim backend (see above for who writes what). */
 typedef struct relo__hostlike {

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "hostmem.h"
+#include "base/hostmem.h"
 
 typedef struct opencl_ctx {
     cl_context context;          /* retained */

@@ -14,7 +14,7 @@
  * the host backend (hostlike.c).
  */
 #include "backend/hostlike.h"
-#include "hostmem.h"
+#include "base/hostmem.h"
 
 /* A buffer is its address where a pointer holds 64 bits (no host memory
  * per buffer); elsewhere a small record holding it. */

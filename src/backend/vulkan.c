@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "hostmem.h"
+#include "base/hostmem.h"
 
 /* A copy already recorded in this pass's command buffer, for the overlap
  * check that decides whether the next copy needs a barrier. */

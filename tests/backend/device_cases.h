@@ -28,7 +28,7 @@
 #include "check.h"
 #include "fixture.h"
 #include "relo.h"
-#include "testing.h"
+#include "testing/testing.h"
 #include "wrap_backend.h"
 
 /** How the shared cases reach one backend's device. */

@@ -23,7 +23,7 @@
 #include "relo.h"
 #include "relo_opencl.h"
 #include "round_trip.h"
-#include "testing.h"
+#include "testing/testing.h"
 #include "wrap_backend.h"
 
 /* ------------------------------------------------------------------------ */

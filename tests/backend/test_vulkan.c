@@ -32,7 +32,7 @@
 #include "relo.h"
 #include "relo_vulkan.h"
 #include "round_trip.h"
-#include "testing.h"
+#include "testing/testing.h"
 #include "wrap_backend.h"
 
 #ifdef RELO_TEST_HAVE_SPIRV

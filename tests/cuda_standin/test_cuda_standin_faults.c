@@ -13,7 +13,7 @@
 #include "backend/backend.h"
 #include "check.h"
 #include "cuda_standin.h"
-#include "hostmem.h"
+#include "base/hostmem.h"
 #include "relo.h"
 #include "relo_cuda.h"
 

@@ -6,9 +6,9 @@
  */
 #include "check.h"
 #include "fixture.h"
-#include "hostmem.h"
+#include "base/hostmem.h"
 #include "mock_backend.h"
-#include "testing.h"
+#include "testing/testing.h"
 
 /* 48. relo_reserve with a size near 2^64 → BUFFER_TOO_BIG (no overflow in
  *     padding or page rounding), in every route and layout; nothing

@@ -5,7 +5,7 @@
  */
 #include "check.h"
 #include "fixture.h"
-#include "testing.h"
+#include "testing/testing.h"
 
 /* Records a graph on f->s that resolves each handle of h[0..n): prepare,
  * begin, resolve, end. The graph, or NULL (and a recorded failure). */

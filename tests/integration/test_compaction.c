@@ -18,9 +18,9 @@
 #include "fixture.h"
 #include "relo.h"
 #include "relo_backend.h"
-#include "device.h"
-#include "relocation.h"
-#include "stream.h"
+#include "core/device.h"
+#include "pass/relocation.h"
+#include "core/stream.h"
 
 #define COUNT 256
 #define SIZE (16 * KiB)

@@ -11,9 +11,9 @@
  */
 #include "check.h"
 #include "fixture.h"
-#include "hostmem.h"
+#include "base/hostmem.h"
 #include "mock_backend.h"
-#include "testing.h"
+#include "testing/testing.h"
 
 /* Three outdated pages and a current page with room for all they hold:
  *   2 MiB page  [1 MiB, 512 KiB]

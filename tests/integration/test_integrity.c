@@ -21,9 +21,9 @@
 
 #include "check.h"
 #include "fixture.h"
-#include "handle.h"
+#include "mem/handle.h"
 #include "mock_backend.h"
-#include "testing.h"
+#include "testing/testing.h"
 
 #define COUNT 256
 #define SIZE (16 * KiB)

@@ -14,9 +14,9 @@
 #include "fixture.h"
 #include "relo.h"
 #include "relo_backend.h"
-#include "relocation.h"
-#include "stream.h"
-#include "testing.h"
+#include "pass/relocation.h"
+#include "core/stream.h"
+#include "testing/testing.h"
 
 typedef struct dev {
     relo_device *d;

@@ -28,10 +28,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "hostmem.h"
+#include "base/hostmem.h"
 #include "relo.h"
 #include "relo_backend.h"
-#include "testing.h"
+#include "testing/testing.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define KIB (UINT64_C(1) << 10)

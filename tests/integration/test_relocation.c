@@ -9,7 +9,7 @@
 #include "check.h"
 #include "fixture.h"
 #include "mock_backend.h"
-#include "testing.h"
+#include "testing/testing.h"
 
 /* A host device of `capacity` bytes (fx_host() otherwise) with the seed
  * policy and one stream, or two where `two` is set. */

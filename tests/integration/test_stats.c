@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "fixture.h"
-#include "testing.h"
+#include "testing/testing.h"
 
 /* A stream of each kind of memory: small, arena (grown, so one page is
  * outdated), size 0, persistent, dedicated. */

@@ -11,8 +11,8 @@
  */
 #include "check.h"
 #include "fixture.h"
-#include "free_index.h"
-#include "relocation.h"
+#include "mem/free_index.h"
+#include "pass/relocation.h"
 
 #define PAGES 4
 #define SLICES 512

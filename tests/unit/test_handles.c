@@ -4,8 +4,8 @@
  */
 #include "check.h"
 #include "fixture.h"
-#include "handle.h"
-#include "testing.h"
+#include "mem/handle.h"
+#include "testing/testing.h"
 
 /* 1. A reserved handle resolves; after release the same value gives
  *    NOT_FOUND, also after its slice was reused by another reservation. */

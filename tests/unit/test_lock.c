@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "lock.h"
+#include "base/lock.h"
 
 #if RELO_LOCK_FUTEX
 #include <sys/syscall.h>

@@ -5,7 +5,7 @@
  */
 #include "check.h"
 #include "fixture.h"
-#include "testing.h"
+#include "testing/testing.h"
 
 /* 21. Push PERSISTENT twice, pop once, reserve 1 KiB → the persistent pool
  *     holds 1024 B in use; dynamic pools hold no page. Pop again, reserve

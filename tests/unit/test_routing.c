@@ -8,7 +8,7 @@
  */
 #include "check.h"
 #include "fixture.h"
-#include "testing.h"
+#include "testing/testing.h"
 
 /* 5. 100 B → 1 allocation, 100 B in use, 8 MiB reserved (one small-pool
  *    page); release and reserve 100 B again → the same figures. */

@@ -1,0 +1,193 @@
+/*
+ * layout_dense.c — the dense policy's layout (layout.h, docs/placement.md):
+ * dynamic memory carved as a fine-grained caching allocator would, best fit
+ * in two pools by size, and packed by compaction (compaction.c) when the
+ * device refuses a page, on relo_reclaim, and before a pool takes a new
+ * page while its free room is scattered. It places everything as such an
+ * allocator would until the moment it would fail, and then still has a
+ * move to make.
+ *   fine    sizes ≤ 1 MiB; a new page holds as many copies of its request
+ *           as fit in 2 MiB, rounded up to 64 KiB or the device's granule;
+ *   large   larger sizes; a new page holds as many copies of a request
+ *           ≤ 10 MiB as fit in 20 MiB, else just the request, rounded up
+ *           to 2 MiB or the device's granule (up to four copies of one of
+ *           the last four such sizes, where the granule would strand more
+ *           than 1/64 of it); any free room of any page serves any size
+ *           that fits,
+ * the 2 and 20 MiB pages smaller while the workload is small (scale_pages),
+ * both best fit (smallest free slice that fits, lowest address among
+ * equals), free neighbours merged.
+ */
+#include "layout/layout.h"
+
+
+static relo_status dense_init(relo_stream_layout *l, const relo_pool_home *home)
+{
+    static const char *names[RELO_DENSE_POOLS] = {"fine", "large"};
+    static const uint64_t max_page[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_PAGE, UINT64_MAX};
+    static const uint64_t granule[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_GRANULE, RELO_DENSE_LARGE_GRANULE};
+    static const uint64_t small_max[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_MAX, RELO_DENSE_MEDIUM_MAX};
+    static const uint64_t small_page[RELO_DENSE_POOLS] = {RELO_DENSE_FINE_PAGE, RELO_DENSE_MEDIUM_PAGE};
+    l->dense.quiet = 0;
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
+        relo_pool *p = &l->dense.pools[k];
+        l->dense.largest_own[k] = 0;
+        /* Pages are multiples of the device's granule too: a page the
+         * device rounds up anyway would waste the difference. */
+        uint64_t g = relo__max(granule[k], home->granule);
+        uint64_t page = relo__min(relo__max(max_page[k], g), home->max_page);
+        relo__pool_init(p, RELO_POOL_SLICED, names[k], home, relo__round_down(page, home->alignment));
+        p->best_fit = true;
+        p->variable_pages = true;
+        if (!relo__round_up(g, home->alignment, &p->granule)) p->granule = home->alignment;
+        p->small_request_max = small_max[k];
+        p->small_request_page = relo__round_down(relo__min(small_page[k], p->page_size), home->alignment);
+    }
+    return RELO_OK;
+}
+
+/* The pool for padded bytes, the layout known to be dense. */
+static relo_pool *pool_for(relo_dense *dense, uint64_t padded)
+{
+    if (padded <= RELO_DENSE_FINE_MAX && padded <= dense->pools[0].page_size) return &dense->pools[0];
+    return &dense->pools[1];
+}
+
+relo_pool *relo__dense_pool_for(relo_stream_layout *l, uint64_t padded)
+{
+    if (l->ops->kind != RELO_LAYOUT_KIND_DENSE) return NULL;
+    return pool_for(&l->dense, padded);
+}
+
+relo_pool *relo__dense_spill_pool(relo_stream_layout *l, const relo_pool *pool)
+{
+    if (l->ops->kind != RELO_LAYOUT_KIND_DENSE) return NULL;
+    return pool == &l->dense.pools[0] ? &l->dense.pools[1] : NULL;
+}
+
+/* Small pages follow the workload's scale: a page of at most 1/divisor of
+ * the most bytes ever live, between the pool's floor and its base size,
+ * so a workload of tens of MiB is not carved in 20 MiB pieces. A young
+ * workload is not a small one, though: once the pool has needed a page for
+ * a request above its small-request bound (a tensor that has a page of its
+ * own, over 10 MiB in the large pool), its small pages are at least that
+ * request, up to the base. Such a request's own page is already larger
+ * than the smaller page would be, and the live bytes so far (the first
+ * layers of a model) say little of where the workload is going: without
+ * this, a GPU workload took a hundred 4-16 MiB pages before its live bytes
+ * reached the 1.28 GB at which 1/64 is 20 MiB. padded is the request a
+ * page is needed for. */
+static void scale_pages(relo_dense *dense, relo_pool *pool, uint64_t live, uint64_t padded, uint64_t *live_peak)
+{
+    if (live > *live_peak) *live_peak = live;
+    uint32_t k = pool == &dense->pools[0] ? 0 : 1;
+    if (padded > pool->small_request_max && padded > dense->largest_own[k]) dense->largest_own[k] = padded;
+    uint64_t base = k == 0 ? RELO_DENSE_FINE_PAGE : RELO_DENSE_MEDIUM_PAGE;
+    base = relo__max(base, pool->granule);
+    uint64_t page;
+    if (!relo__round_up(*live_peak / RELO_DENSE_PAGE_DIVISOR, pool->granule, &page)) page = base;
+    page = relo__max(page, dense->largest_own[k]);
+    page = relo__min(relo__max(page, pool->granule), relo__min(base, pool->page_size));
+    pool->small_request_page = relo__round_down(page, pool->home->alignment);
+}
+
+/* Reserves size in the pool its padded size goes to, new_page saying
+ * whether and how a page may be taken. */
+static relo_status reserve_in_pool(relo_stream_layout *l, uint64_t size, uint32_t slot, relo_new_page new_page,
+                                   relo_slice **out)
+{
+    const relo_pool_home *home = l->dense.pools[0].home;
+    uint64_t padded;
+    RELO_ASSERT(size > 0);
+    if (!relo__pad_size(size, home->alignment, home->max_page, &padded)) return RELO_ERR_BUFFER_TOO_BIG;
+    /* Padded once: the pool's own limit is checked on the same length. */
+    return relo__sliced_reserve_padded(pool_for(&l->dense, padded), size, padded, slot, RELO_SLICE_LIVE, new_page,
+                                       out);
+}
+
+static relo_status dense_reserve(relo_stream_layout *l, uint64_t size, uint32_t slot, bool allow_new_page,
+                                 relo_slice **out)
+{
+    return reserve_in_pool(l, size, slot, allow_new_page ? RELO_NEW_PAGE_POOL_RULE : RELO_NEW_PAGE_NONE, out);
+}
+
+static relo_status dense_reserve_new_page(relo_stream_layout *l, uint64_t size, uint32_t slot, relo_slice **out)
+{
+    return reserve_in_pool(l, size, slot, RELO_NEW_PAGE_ONLY, out);
+}
+
+/* A new page is needed. When the pools already hold more than the slack in
+ * scattered free room, pack them first: the room may come back. A
+ * fruitless attempt is not repeated for a few pages. */
+static bool dense_want_pack(relo_stream_layout *l, uint64_t size, uint64_t live, uint64_t reserved, bool may_move,
+                            uint64_t *live_peak, uint64_t *page)
+{
+    const relo_pool_home *home = l->dense.pools[0].home;
+    uint64_t padded;
+    if (!relo__pad_size(size, home->alignment, home->max_page, &padded)) return false;
+    relo_pool *pool = pool_for(&l->dense, padded);
+    live += padded;
+    scale_pages(&l->dense, pool, live, padded, live_peak);
+    *page = relo__sliced_new_page_size(pool, padded);
+    /* A page of copies of a larger size is a bet on more of it: whether to
+     * pack, and how much room to ask of packing, is judged on the page the
+     * request alone would take. */
+    uint64_t alone;
+    if (padded > pool->small_request_max && relo__round_up(padded, pool->granule, &alone) && alone < *page)
+        *page = alone;
+    if (l->dense.quiet > 0) {
+        l->dense.quiet--;
+        return false;
+    }
+    return may_move && reserved + *page > live + live / RELO_DENSE_SLACK_DIVISOR;
+}
+
+static void dense_packed(relo_stream_layout *l, bool gave_back)
+{
+    if (!gave_back) l->dense.quiet = RELO_DENSE_QUIET_PAGES;
+}
+
+static void dense_held(const relo_stream_layout *l, uint64_t *live, uint64_t *reserved)
+{
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
+        const relo_pool *p = &l->dense.pools[k];
+        *live += p->bytes_in_use + p->bytes_padding;
+        *reserved += p->bytes_reserved;
+    }
+}
+
+static void dense_each_pool(relo_stream_layout *l, void (*fn)(relo_pool *, void *), void *user)
+{
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) fn(&l->dense.pools[k], user);
+}
+
+static void dense_destroy(relo_stream_layout *l)
+{
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) relo__pool_destroy(&l->dense.pools[k]);
+}
+
+static bool dense_check(const relo_stream_layout *l, const char **why)
+{
+    for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
+        const relo_pool *p = &l->dense.pools[k];
+        if (p->kind != RELO_POOL_SLICED || !p->best_fit || !p->variable_pages) {
+            *why = "a dense pool is not a best-fit sliced pool of variable pages";
+            return false;
+        }
+    }
+    return true;
+}
+
+const relo_layout_ops relo__layout_dense = {
+    .kind = RELO_LAYOUT_KIND_DENSE,
+    .name = "dense",
+    .init = dense_init,
+    .reserve = dense_reserve,
+    .each_pool = dense_each_pool,
+    .destroy = dense_destroy,
+    .check = dense_check,
+    .want_pack = dense_want_pack,
+    .reserve_new_page = dense_reserve_new_page,
+    .packed = dense_packed,
+    .held = dense_held,
+};

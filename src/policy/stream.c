@@ -1,0 +1,238 @@
+/*
+ * stream.c — one stream's memory: pool setup for the device's layout, mode
+ * windows, and the reservation path with its cleanup, relocation and retry
+ * rules (design §3.5, §5, §6.4). The public calls that wrap these live in
+ * device.c.
+ */
+#include "core/stream.h"
+
+#include <string.h>
+
+#include "core/device.h"
+#include "base/hostmem.h"
+#include "pass/relocation.h"
+
+relo_status relo__stream_init(struct relo_stream *s, relo_device *d, void *backend_stream)
+{
+    memset(s, 0, sizeof *s);
+    s->device = d;
+    s->backend_stream = backend_stream;
+    s->home = (relo_pool_home){
+        .backend = d->backend,
+        .releaser = &d->releaser,
+        .slab = &d->slab,
+        .handles = &d->handles,
+        .alignment = d->alignment,
+        .max_page = d->max_page,
+        .granule = d->granule,
+        .page_order = &d->page_order,
+        .pending = &d->pending,
+        .held = {&s->held, &d->held},
+        .owner = s,
+    };
+    relo__pool_init(&s->persistent, RELO_POOL_PERSISTENT, "persistent", &s->home, 0);
+    relo__pool_init(&s->dedicated, RELO_POOL_DEDICATED, "dedicated", &s->home, 0);
+    relo__exclusive_init(&s->tiny, &s->home, "tiny", d->alignment, false);
+    s->layout.ops = d->layout;
+    return s->layout.ops->init(&s->layout, &s->home);
+}
+
+void relo__stream_each_pool(struct relo_stream *s, void (*fn)(relo_pool *, void *), void *user)
+{
+    /* The one walk over a stream's pools; stats call it on every query. */
+    fn(&s->persistent, user);
+    fn(&s->dedicated, user);
+    fn(&s->tiny, user);
+    s->layout.ops->each_pool(&s->layout, fn, user);
+}
+
+static void add_allocations(relo_pool *p, void *user) { *(uint64_t *)user += p->allocations; }
+static void add_guarded(relo_pool *p, void *user) { *(uint64_t *)user += p->guarded_pages; }
+
+uint64_t relo__stream_allocations(const struct relo_stream *s)
+{
+    uint64_t n = 0;
+    relo__stream_each_pool((struct relo_stream *)s, add_allocations, &n);
+    return n;
+}
+
+uint64_t relo__stream_guarded_pages(const struct relo_stream *s)
+{
+    uint64_t n = 0;
+    relo__stream_each_pool((struct relo_stream *)s, add_guarded, &n);
+    return n;
+}
+
+void relo__stream_free_pages(struct relo_stream *s)
+{
+    relo__pool_destroy(&s->persistent);
+    relo__pool_destroy(&s->dedicated);
+    relo__pool_destroy(&s->tiny);
+    s->layout.ops->destroy(&s->layout);
+}
+
+static relo_mode effective_mode(const struct relo_stream *s)
+{
+    return s->mode_depth ? (relo_mode)s->modes[s->mode_depth - 1] : RELO_MODE_AUTO;
+}
+
+/* Runs the suspicion rule of an exclusive pool when its period comes up
+ * (never while a stream records: no page may go back then). */
+static void exclusive_periodic(relo_device *d, relo_pool *pool)
+{
+    if (!pool->periodic_release || d->recording) return;
+    if (pool->check_every && pool->reservations % pool->check_every == 0)
+        relo__exclusive_check(pool);
+}
+
+/* Bytes live and held in the pools the device's layout packs, over every
+ * stream; summed only on the slow path, when a pool needs a page. */
+static void layout_totals(const relo_device *d, uint64_t *live, uint64_t *reserved)
+{
+    *live = *reserved = 0;
+    for (uint32_t i = 0; i < d->stream_count; i++) {
+        const relo_stream_layout *l = &d->streams[i]->layout;
+        if (l->ops->held) l->ops->held(l, live, reserved);
+    }
+}
+
+/* The search of reserve_in_layout found no room: asks the layout whether
+ * to pack first, packs, searches once more, and takes the new page. Out
+ * of line, so the search that finds room keeps a small frame. */
+RELO_NOINLINE static relo_status reserve_after_search(struct relo_stream *s, uint64_t size, uint32_t slot,
+                                                      relo_slice **out)
+{
+    relo_device *d = s->device;
+    relo_stream_layout *l = &s->layout;
+    const relo_layout_ops *ops = l->ops;
+    uint64_t live, reserved, page;
+    layout_totals(d, &live, &reserved);
+    if (ops->want_pack(l, size, live, reserved, relo__relocation_allowed(d), &d->layout_live_peak, &page)) {
+        ops->packed(l, relo__steps_pack_before_page(d, page));
+        relo_status st = ops->reserve(l, size, slot, false, out);
+        if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
+    }
+    return ops->reserve_new_page(l, size, slot, out);
+}
+
+/* Reserves in the stream's layout. A layout that packs before a new page
+ * (dense) is asked first whether to, with the device's totals, and the
+ * compaction runs here, in the layer that may move memory. The new page
+ * is taken without searching again the room a search has just found
+ * wanting (after a pack, that search is the one that follows it). */
+static relo_status reserve_in_layout(struct relo_stream *s, uint64_t size, uint32_t slot, bool allow,
+                                     relo_slice **out)
+{
+    relo_stream_layout *l = &s->layout;
+    const relo_layout_ops *ops = l->ops;
+    if (!ops->want_pack || !allow) return ops->reserve(l, size, slot, allow, out);
+    relo_status st = ops->reserve(l, size, slot, false, out);
+    if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
+    return reserve_after_search(s, size, slot, out);
+}
+
+/* The reservations no layout serves: a mode's own pool, and size 0 in the
+ * tiny pool (design §3.5, routing order). */
+RELO_NOINLINE static relo_status route_outside_layout(struct relo_stream *s, relo_mode mode, uint64_t size,
+                                                      uint32_t slot, bool allow, relo_slice **out)
+{
+    switch (mode) {
+    case RELO_MODE_DEDICATED:
+        return relo__dedicated_reserve(&s->dedicated, size, slot, allow, out);
+    case RELO_MODE_PERSISTENT:
+        return relo__persistent_reserve(&s->persistent, size, slot, allow, out);
+    case RELO_MODE_AUTO:
+    case RELO_MODE_COUNT:
+        break;
+    }
+    return relo__exclusive_reserve(&s->tiny, 0, slot, allow, out);
+}
+
+/* Routes one reservation to its pool (design §3.5, routing order): a
+ * mode's pool, then size 0's, then the layout. */
+static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, relo_slice **out)
+{
+    bool allow = s->capture.state != RELO_CAPTURE_RECORDING;
+    relo_mode mode = effective_mode(s);
+    if (mode == RELO_MODE_DEDICATED || mode == RELO_MODE_PERSISTENT || size == 0)
+        return route_outside_layout(s, mode, size, slot, allow, out);
+    relo_status st = reserve_in_layout(s, size, slot, allow, out);
+    /* Only the EXCLUSIVE layout's buckets have the suspicion rule. */
+    if (st == RELO_OK && s->layout.ops->kind == RELO_LAYOUT_KIND_BUCKETS)
+        exclusive_periodic(s->device, (*out)->page->pool);
+    return st;
+}
+
+/* The reservation a refused one retries (relo__steps_refused). */
+typedef struct retry_ctx {
+    struct relo_stream *stream;
+    uint64_t size;
+    uint32_t slot;
+    relo_slice **out;
+} retry_ctx;
+
+static relo_status retry_route(void *ctx)
+{
+    retry_ctx *r = ctx;
+    return route(r->stream, r->size, r->slot, r->out);
+}
+
+relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_handle *out)
+{
+    relo_device *d = s->device;
+    bool dynamic = effective_mode(s) == RELO_MODE_AUTO && size > 0;
+    relo__steps_before_reserve(d, s, dynamic);
+
+    relo_slot *handle;
+    relo_status st = relo__handle_alloc(&d->handles, &handle);
+    if (st != RELO_OK) return st;
+    uint32_t slot = handle->index;
+    relo_slice *slice = NULL;
+    st = route(s, size, slot, &slice);
+    if (st != RELO_OK) {
+        uint64_t padded;
+        relo_pool *room = dynamic && relo__pad_size(size, d->alignment, UINT64_MAX, &padded)
+                              ? relo__dense_pool_for(&s->layout, padded)
+                              : NULL;
+        retry_ctx r = {s, size, slot, &slice};
+        st = relo__steps_refused(d, s, size, st, room, retry_route, &r);
+    }
+    if (st != RELO_OK) {
+        relo__handle_free(&d->handles, handle);
+        if (st == RELO_ERR_PAGE_UPDATE_FORBIDDEN && s->capture.state == RELO_CAPTURE_RECORDING &&
+            s->capture.doom == RELO_OK)
+            s->capture.doom = st;
+        return st;
+    }
+    handle->slice = slice; /* published at its first locked resolve */
+    relo__stats_allocated(s, size);
+    *out = relo__handle_of_slot(&d->handles, handle);
+    relo__steps_after_reserve(d);
+    return RELO_OK;
+}
+
+relo_status relo_mode_push(relo_stream *stream, relo_mode mode)
+{
+    if (!stream || (unsigned)mode >= RELO_MODE_COUNT) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(stream->device);
+    relo_status st = RELO_ERR_INVALID_ARGUMENT;
+    if (stream->mode_depth < RELO_MODE_DEPTH) {
+        stream->modes[stream->mode_depth++] = (uint8_t)mode;
+        st = RELO_OK;
+    }
+    relo__device_unlock(stream->device);
+    return st;
+}
+
+relo_status relo_mode_pop(relo_stream *stream)
+{
+    if (!stream) return RELO_ERR_INVALID_ARGUMENT;
+    relo__device_lock(stream->device);
+    relo_status st = RELO_ERR_INVALID_ARGUMENT;
+    if (stream->mode_depth > 0) {
+        stream->mode_depth--;
+        st = RELO_OK;
+    }
+    relo__device_unlock(stream->device);
+    return st;
+}
