@@ -3,13 +3,21 @@
  * ratio to a plain vkCmdCopyBuffer of the same bytes on the same device and
  * queue, measured in the same run (target ≥ 0.8 for 8 MiB and larger).
  *
- * One relocation run: a fresh device holds an allocation of S bytes on an
- * outdated page and an empty current page with room for it (reserve S,
- * reserve a larger block that grows the arena, release that block); the
- * timed part is relo_reclaim, which waits for the streams, records and
+ * One relocation run: a fresh device holds an allocation of S bytes that
+ * relo_reclaim moves, and room for it on a page the device keeps; under
+ * the default (dense) policy first, then the seed policy, interleaved:
+ *   dense  a 2S block, released, leaves a page in which the allocation is
+ *          then alone, half full; a 2S + S/8 block, released, leaves a
+ *          page where an allocation of S + S/8 stands with S free: the
+ *          reclaim packs the first into it and gives the 2S page back;
+ *   seed   the allocation on the arena's first page, then a larger block
+ *          grows the arena and is released: the first page is outdated.
+ * The timed part is relo_reclaim, which waits for the streams, records and
  * submits one vkCmdCopyBuffer, waits for its fence, commits and gives the
- * old page back (vkFreeMemory, part of the cost). Every buffer is written in
- * full before the clock starts.
+ * old page back (vkFreeMemory, part of the cost); the backend is wrapped
+ * (bench_backend.h) to count each reclaim's device waits. S starts at
+ * 2 MiB: the dense policy keeps allocations of 1 MiB and less in pages of
+ * at most 2 MiB. Every buffer is written in full before the clock starts.
  *
  * The baseline records, submits and waits for one vkCmdCopyBuffer of S
  * bytes between two buffers of the same memory type (made by the same
@@ -26,6 +34,7 @@
 
 #include "backend/backend.h"
 #include "bench.h"
+#include "bench_backend.h"
 #include "relo.h"
 #include "relo_vulkan.h"
 
@@ -116,55 +125,79 @@ static relo_backend *make_backend(env *e)
     return relo_backend_vulkan_create(&desc, &b) == RELO_OK ? b : NULL;
 }
 
-/* Writes every byte of the allocation, as a workload would have. */
-static relo_status touch(relo_device *d, relo_handle h, uint64_t n, const unsigned char *fill)
+/* What one timed relocation did. */
+typedef struct reloc_run {
+    double seconds;       /* < 0: the run failed or moved other than `size` bytes */
+    uint64_t waits;       /* device waits of the reclaim */
+    uint64_t page_back;   /* bytes of pages the reclaim gave back */
+} reloc_run;
+
+/* Reserves n bytes and writes every one of them (fill holds size bytes). */
+static int reserve_written(relo_device *d, relo_stream *s, uint64_t n, uint64_t size, const unsigned char *fill,
+                           relo_handle *h)
 {
-    return relo_write(d, h, 0, fill, n);
+    if (relo_reserve(s, n, h) != RELO_OK) return 0;
+    for (uint64_t off = 0; off < n; off += size) {
+        uint64_t k = n - off < size ? n - off : size;
+        if (relo_write(d, *h, off, fill, k) != RELO_OK) return 0;
+    }
+    return 1;
 }
 
-/* One timed relocation of `size` bytes; returns seconds, or < 0 on error. */
-static double reloc_once(env *e, uint64_t size, const unsigned char *fill)
+/* The policy's scene (the opening comment): *h moves at reclaim, *stay
+ * (dense only) does not. Returns 0 on error. */
+static int scene(relo_policy policy, relo_device *d, relo_stream *s, uint64_t size, const unsigned char *fill,
+                 relo_handle *h, relo_handle *stay)
 {
-    relo_backend *b = make_backend(e);
-    relo_device *d = NULL;
-    relo_stream *s = NULL;
-    relo_handle h = {0}, grow = {0};
-    double t = -1;
-    if (!b) return -1;
-    /* The seed policy: the scenario is its outdated page after growth. */
-    const relo_device_desc seed = {.policy = RELO_POLICY_SEED};
-    if (relo_device_create(&seed, b, &d) != RELO_OK) {
-        relo_backend_destroy(b);
-        return -1;
-    }
-    if (relo_stream_create(d, NULL, &s) != RELO_OK) goto out;
-    if (relo_reserve(s, size, &h) != RELO_OK) goto out;
-    if (touch(d, h, size, fill) != RELO_OK) goto out;
+    relo_handle w1 = {0}, w2 = {0};
+    if (policy != RELO_POLICY_SEED)
+        return reserve_written(d, s, 2 * size, size, fill, &w1) &&
+               reserve_written(d, s, 2 * size + size / 8, size, fill, &w2) && relo_release(d, w1) == RELO_OK &&
+               reserve_written(d, s, size, size, fill, h) && relo_release(d, w2) == RELO_OK &&
+               relo_reserve(s, size + size / 8, stay) == RELO_OK;
+    if (!reserve_written(d, s, size, size, fill, h)) return 0;
     relo_stats st;
     relo_device_stats(d, &st);
-    uint64_t grow_size = st.bytes_reserved + MiB;
-    if (relo_reserve(s, grow_size, &grow) != RELO_OK) goto out;
-    for (uint64_t off = 0; off < grow_size; off += size) {
-        uint64_t n = grow_size - off < size ? grow_size - off : size;
-        if (relo_write(d, grow, off, fill, n) != RELO_OK) goto out;
+    if (!reserve_written(d, s, st.bytes_reserved + MiB, size, fill, &w1)) return 0;
+    return relo_release(d, w1) == RELO_OK;
+}
+
+/* One timed relocation of `size` bytes under the policy. */
+static reloc_run reloc_once(env *e, relo_policy policy, uint64_t size, const unsigned char *fill)
+{
+    reloc_run run = {-1, 0, 0};
+    relo_backend *vk = make_backend(e), *b = NULL;
+    relo_device *d = NULL;
+    relo_stream *s = NULL;
+    relo_handle h = {0}, stay = {0};
+    static bench_wrap wrap;
+    if (!vk) return run;
+    if (bench_wrap_create(&wrap, vk, 0, 0, &b) != RELO_OK) {
+        relo_backend_destroy(vk);
+        return run;
     }
-    relo_release(d, grow);
-    grow.id = 0;
-
-    relo_device_stats(d, &st);
-    uint64_t moved_before = st.bytes_moved;
-    uint64_t t0 = bench_now_ns();
-    relo_status rs = relo_reclaim(s);
-    uint64_t t1 = bench_now_ns();
-    relo_device_stats(d, &st);
-    if (rs == RELO_OK && st.bytes_moved - moved_before == size) t = (double)(t1 - t0) * 1e-9;
-
-out:
+    const relo_device_desc desc = {.policy = policy};
+    if (relo_device_create(&desc, b, &d) != RELO_OK) {
+        relo_backend_destroy(b);
+        return run;
+    }
+    if (relo_stream_create(d, NULL, &s) == RELO_OK && scene(policy, d, s, size, fill, &h, &stay)) {
+        relo_stats st, after;
+        relo_device_stats(d, &st);
+        uint64_t waits = bench_wrap_waits(&wrap);
+        uint64_t t0 = bench_now_ns();
+        relo_status rs = relo_reclaim(s);
+        uint64_t t1 = bench_now_ns();
+        relo_device_stats(d, &after);
+        run.waits = bench_wrap_waits(&wrap) - waits;
+        run.page_back = st.bytes_reserved > after.bytes_reserved ? st.bytes_reserved - after.bytes_reserved : 0;
+        if (rs == RELO_OK && after.bytes_moved - st.bytes_moved == size) run.seconds = (double)(t1 - t0) * 1e-9;
+    }
     if (h.id) relo_release(d, h);
-    if (grow.id) relo_release(d, grow);
+    if (stay.id) relo_release(d, stay);
     if (s) relo_stream_destroy(s);
     relo_device_destroy(d);
-    return t;
+    return run;
 }
 
 /* Records, submits and waits for one copy of size bytes. */
@@ -196,10 +229,10 @@ static double copy_once(env *e, VkBuffer src, VkBuffer dst, uint64_t size)
 
 /* The plain copy plus giving back a written buffer of the page's size. */
 static double copy_release_once(env *e, relo_backend *bb, VkBuffer src, VkBuffer dst,
-                                uint64_t size, const unsigned char *fill)
+                                uint64_t size, uint64_t page, const unsigned char *fill)
 {
     void *old = NULL;
-    uint64_t addr = 0, page = size + MiB;
+    uint64_t addr = 0;
     if (bb->ops.alloc(bb->ctx, page, &old, &addr) != RELO_OK) return -1;
     for (uint64_t off = 0; off < page; off += size) {
         uint64_t n = page - off < size ? page - off : size;
@@ -236,11 +269,12 @@ int main(int argc, char **argv)
     }
     printf("bench_vulkan_reloc: %s, %d runs per size\n", e.name, runs);
 
-    static const uint64_t sizes[] = {1 * MiB, 8 * MiB, 64 * MiB, 256 * MiB};
+    static const uint64_t sizes[] = {2 * MiB, 8 * MiB, 64 * MiB, 256 * MiB};
+    static const relo_policy policies[2] = {RELO_POLICY_DENSE, RELO_POLICY_SEED};
     int below_target = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uint64_t size = sizes[i];
-        if (2 * size + 8 * MiB > bb->props.max_page_size || 6 * size + 32 * MiB > bb->props.capacity)
+        if (2 * size + size / 8 > bb->props.max_page_size || 9 * size + 32 * MiB > bb->props.capacity)
             continue;
         unsigned char *fill = malloc((size_t)size);
         if (!fill) break;
@@ -259,45 +293,60 @@ int main(int argc, char **argv)
         }
         VkBuffer vs = ((relo_vulkan_page *)src)->buffer, vd = ((relo_vulkan_page *)dst)->buffer;
 
+        /* Warm-up, which also tells each policy's second baseline how
+         * large a page its reclaim gives back. */
+        uint64_t page_back[2];
         (void)copy_once(&e, vs, vd, size);
-        (void)reloc_once(&e, size, fill);
-
-        double rel[MAX_RUNS], base[MAX_RUNS], base2[MAX_RUNS];
-        int nr = 0, nb = 0, nb2 = 0;
+        for (int p = 0; p < 2; p++) {
+            reloc_run w = reloc_once(&e, policies[p], size, fill);
+            page_back[p] = w.page_back ? w.page_back : size;
+        }
+        double rel[2][MAX_RUNS], base[MAX_RUNS], base2[2][MAX_RUNS], waits[2][MAX_RUNS];
+        int nr[2] = {0, 0}, nb = 0, nb2[2] = {0, 0};
         for (int r = 0; r < runs; r++) {
             double tb = copy_once(&e, vs, vd, size);
-            double tb2 = copy_release_once(&e, bb, vs, vd, size, fill);
-            double tr = reloc_once(&e, size, fill);
             if (tb > 0) base[nb++] = (double)size / tb / 1e9;
-            if (tb2 > 0) base2[nb2++] = (double)size / tb2 / 1e9;
-            if (tr > 0) rel[nr++] = (double)size / tr / 1e9;
+            for (int p = 0; p < 2; p++) {
+                double tb2 = copy_release_once(&e, bb, vs, vd, size, page_back[p], fill);
+                reloc_run tr = reloc_once(&e, policies[p], size, fill);
+                if (tb2 > 0) base2[p][nb2[p]++] = (double)size / tb2 / 1e9;
+                if (tr.seconds > 0) {
+                    waits[p][nr[p]] = (double)tr.waits;
+                    rel[p][nr[p]++] = (double)size / tr.seconds / 1e9;
+                }
+            }
         }
         bb->ops.free(bb->ctx, src, size);
         bb->ops.free(bb->ctx, dst, size);
         free(fill);
-        if (nr == 0 || nb == 0 || nb2 == 0) {
-            printf("  %llu MiB: a run failed\n", (unsigned long long)(size / MiB));
+        if (nb == 0) {
+            printf("  %llu MiB: the baseline copy failed\n", (unsigned long long)(size / MiB));
             below_target++;
             continue;
         }
         char what[96];
-        bench_summary sr = bench_summarize(rel, nr), sb = bench_summarize(base, nb);
-        snprintf(what, sizeof what, "%4llu MiB relocation (relo_reclaim)",
-                 (unsigned long long)(size / MiB));
-        bench_print(what, "GB/s", sr);
-        snprintf(what, sizeof what, "%4llu MiB vkCmdCopyBuffer", (unsigned long long)(size / MiB));
+        bench_summary sb = bench_summarize(base, nb);
+        snprintf(what, sizeof what, "%4llu MiB vkCmdCopyBuffer (baseline)", (unsigned long long)(size / MiB));
         bench_print(what, "GB/s", sb);
-        bench_summary sb2 = bench_summarize(base2, nb2);
-        snprintf(what, sizeof what, "%4llu MiB copy + vkFreeMemory(page)",
-                 (unsigned long long)(size / MiB));
-        bench_print(what, "GB/s", sb2);
-        double ratio = sr.median / sb.median;
-        snprintf(what, sizeof what, "%4llu MiB ratio to plain copy", (unsigned long long)(size / MiB));
-        bench_ratio(what, ratio, size >= 8 * MiB ? ">= 0.8" : "(no target below 8 MiB)");
-        snprintf(what, sizeof what, "%4llu MiB ratio to copy + release",
-                 (unsigned long long)(size / MiB));
-        bench_ratio(what, sr.median / sb2.median, "~1: relo's own overhead");
-        if (size >= 8 * MiB && ratio < 0.8) below_target++;
+        for (int p = 0; p < 2; p++) {
+            printf("  %4llu MiB, %s%s:\n", (unsigned long long)(size / MiB), relo_policy_name(policies[p]),
+                   p == 0 ? " (the default)" : "");
+            if (nr[p] == 0 || nb2[p] == 0) {
+                printf("    a run failed\n");
+                below_target++;
+                continue;
+            }
+            bench_summary sr = bench_summarize(rel[p], nr[p]);
+            bench_print("relocation (relo_reclaim)", "GB/s", sr);
+            bench_print("device waits per reclaim", "", bench_summarize(waits[p], nr[p]));
+            bench_summary sb2 = bench_summarize(base2[p], nb2[p]);
+            snprintf(what, sizeof what, "copy + vkFreeMemory(%llu MiB page)", (unsigned long long)(page_back[p] / MiB));
+            bench_print(what, "GB/s", sb2);
+            double ratio = sr.median / sb.median;
+            bench_ratio("ratio to plain copy", ratio, size >= 8 * MiB ? ">= 0.8" : "(no target below 8 MiB)");
+            bench_ratio("ratio to copy + release", sr.median / sb2.median, "~1: relo's own overhead");
+            if (size >= 8 * MiB && ratio < 0.8) below_target++;
+        }
     }
     relo_backend_destroy(bb);
     env_close(&e);
