@@ -45,7 +45,7 @@
 #include "bench.h"
 #include "relo.h"
 #include "relo_backend.h"
-#include "testing.h"
+#include "testing/testing.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define KIB (UINT64_C(1) << 10)
