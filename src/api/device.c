@@ -1,8 +1,8 @@
 /*
- * device.c — the device and the public calls on it: creation and
- * destruction, streams, the life of a handle (reserve, retain, release,
- * resolve, read, write), cleanup and reclaim. Each public call takes the
- * device lock once and calls into the modules that own the work.
+ * device.c — the public calls on the device: creation and destruction,
+ * streams, the life of a handle (reserve, retain, release, resolve, pin,
+ * read, write). Each takes the device lock once and calls into the layers
+ * below, which own the work (HACKING.md).
  */
 #include "core/device.h"
 
@@ -12,19 +12,6 @@
 #include "base/hostmem.h"
 #include "core/log.h"
 #include "pass/relocation.h"
-
-void relo__device_lock(relo_device *device) { relo__lock_acquire(&device->lock); }
-void relo__device_unlock(relo_device *device)
-{
-    if (device->log.count == 0 && device->log.dropped == 0) {
-        relo__lock_release(&device->lock);
-        return;
-    }
-    relo_log_queue lines;
-    relo__log_take(&device->log, &lines);
-    relo__lock_release(&device->lock);
-    relo__log_send(device, &lines);
-}
 
 relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backend, relo_device **out)
 {
@@ -349,99 +336,6 @@ relo_status relo_read(relo_device *device, relo_handle handle, uint64_t offset, 
 {
     if (!device) return RELO_ERR_INVALID_ARGUMENT;
     return transfer(device, handle, offset, data, n, false);
-}
-
-/* The periodic cleanup; with a batch, the buffers of released pages are
- * collected into it instead of freed under the lock. */
-static void cleanup(relo_device *d, relo_buffer_batch *batch)
-{
-    if (d->recording || !d->pending) return;
-    bool dropped_outdated = false;
-    relo_page *busy = NULL; /* in transfer: queued again */
-    while (d->pending) {
-        relo_page *p = d->pending;
-        d->pending = p->pending_next;
-        p->pending_next = NULL;
-        if (p->transfers) {
-            p->pending_next = busy;
-            busy = p;
-            continue;
-        }
-        p->pending = false;
-        if (p->occupied == 0 && p->guards == 0) {
-            relo_pool *pool = p->pool;
-            dropped_outdated |= pool->outdated;
-            if (batch)
-                relo__pool_page_collect(pool, p, batch);
-            else
-                relo__pool_page_release(pool, p);
-        }
-    }
-    d->pending = busy;
-    if (dropped_outdated)
-        for (uint32_t i = 0; i < d->stream_count; i++) relo__stream_drop_empty_pools(d->streams[i]);
-}
-
-void relo__device_cleanup_periodic(relo_device *d)
-{
-    cleanup(d, NULL);
-}
-
-void relo__device_cleanup_off_lock(relo_device *d)
-{
-    relo_buffer_batch batch;
-    relo__buffer_batch_init(&batch);
-    cleanup(d, &batch);
-    relo__device_free_batch(d, &batch);
-}
-
-void relo__device_free_batch(relo_device *d, relo_buffer_batch *batch)
-{
-    uint32_t n = batch->count;
-    relo_buffer_free *bufs = batch->bufs;
-    if (n > 0 && !(d->releaser.running && relo__releaser_push(&d->releaser, bufs, n))) {
-        relo_backend *b = d->backend;
-        relo__device_unlock(d);
-        for (uint32_t i = 0; i < n; i++) b->ops.free(b->ctx, bufs[i].buffer, bufs[i].size);
-        relo__device_lock(d);
-    }
-    if (bufs != batch->inline_bufs) relo__free(bufs);
-    relo__buffer_batch_init(batch);
-}
-
-uint64_t relo__device_held_bytes(relo_device *d)
-{
-    uint64_t held = 0;
-    for (uint32_t i = 0; i < d->stream_count; i++) held += d->streams[i]->held.bytes_reserved;
-    d->held_sums++;
-    return held;
-}
-
-/* relo_reclaim (only non-NULL) and relo_reclaim_device. */
-static relo_status reclaim(relo_device *d, relo_stream *only)
-{
-    relo__device_lock(d);
-    relo__pass_settle(d);
-    relo_status st = RELO_ERR_RECORDING;
-    if (d->recording == 0) {
-        st = d->open_pass ? RELO_ERR_BUSY : RELO_OK;
-        relo__steps_explicit(d, only);
-        if (st == RELO_OK && d->recording) st = RELO_ERR_RECORDING;
-    }
-    relo__device_unlock(d);
-    return st;
-}
-
-relo_status relo_reclaim(relo_stream *stream)
-{
-    if (!stream) return RELO_ERR_INVALID_ARGUMENT;
-    return reclaim(stream->device, stream);
-}
-
-relo_status relo_reclaim_device(relo_device *device)
-{
-    if (!device) return RELO_ERR_INVALID_ARGUMENT;
-    return reclaim(device, NULL);
 }
 
 relo_status relo_stream_set_finish(relo_stream *stream, relo_finish_fn fn, void *user)

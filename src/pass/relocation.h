@@ -456,6 +456,10 @@ bool relo__slide_make_room_evicting(relo_device *device, relo_pool *pool, uint64
 /** Bytes live on the device (requested sizes of live allocations). */
 uint64_t relo__trim_live(const relo_device *device);
 
+/** A threshold value (a byte count, or RELO_RELEASE_THRESHOLD_PROPORTIONAL
+ *  or _NEVER) in bytes, against the bytes live now. */
+uint64_t relo__trim_resolve(const relo_device *device, uint64_t value);
+
 /** The threshold in force now, in bytes (the proportional rule resolved
  *  against the bytes live now); UINT64_MAX when nothing goes back. */
 uint64_t relo__trim_threshold(const relo_device *device);

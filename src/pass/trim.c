@@ -12,9 +12,7 @@ uint64_t relo__trim_live(const relo_device *d)
     return d->held.counters.bytes_allocated_total - d->held.counters.bytes_freed_total;
 }
 
-/* The threshold value v (a byte count or one of the public markers) in
- * bytes, against the bytes live now. */
-static uint64_t resolve(const relo_device *d, uint64_t v)
+uint64_t relo__trim_resolve(const relo_device *d, uint64_t v)
 {
     if (v != RELO_RELEASE_THRESHOLD_PROPORTIONAL) return v;
     /* At least one granule per dynamic pool of each stream: a small
@@ -23,7 +21,7 @@ static uint64_t resolve(const relo_device *d, uint64_t v)
     return relo__max(relo__trim_live(d) / RELO_TRIM_LIVE_DIVISOR, floor);
 }
 
-uint64_t relo__trim_threshold(const relo_device *d) { return resolve(d, d->desc.release_threshold); }
+uint64_t relo__trim_threshold(const relo_device *d) { return relo__trim_resolve(d, d->desc.release_threshold); }
 
 /* True while the device holds more than live + keep bytes. */
 static bool over(const relo_device *d, uint64_t keep)
@@ -101,22 +99,4 @@ void relo__trim_auto(relo_device *d)
     if (!over(d, keep)) return;
     relo__trim(d, NULL, keep);
     if (over(d, keep)) d->trim_stuck = d->held.bytes_empty;
-}
-
-relo_status relo_trim(relo_device *device, uint64_t keep, uint64_t *released)
-{
-    if (!device) return RELO_ERR_INVALID_ARGUMENT;
-    relo__device_lock(device);
-    relo_status st = RELO_OK;
-    uint64_t n = 0;
-    if (device->recording) {
-        st = RELO_ERR_RECORDING;
-    } else {
-        n = relo__trim(device, NULL, resolve(device, keep));
-        device->trim_stuck = 0;
-        if (n && device->backend->ops.flush) device->backend->ops.flush(device->backend->ctx);
-    }
-    relo__device_unlock(device);
-    if (released) *released = n;
-    return st;
 }

@@ -1,8 +1,8 @@
 /*
- * stream.c — one stream's memory: pool setup for the device's layout, mode
- * windows, and the reservation path with its cleanup, relocation and retry
- * rules (design §3.5, §5, §6.4). The public calls that wrap these live in
- * device.c.
+ * stream.c — the reservation path: a stream's mode window routes a
+ * request to a pool, and a refused one is retried after the steps of
+ * policy/steps.c (cleanup, relocation, packing). relo_reserve (api/device.c)
+ * calls it.
  */
 #include "core/stream.h"
 
@@ -11,65 +11,6 @@
 #include "core/device.h"
 #include "base/hostmem.h"
 #include "pass/relocation.h"
-
-relo_status relo__stream_init(struct relo_stream *s, relo_device *d, void *backend_stream)
-{
-    memset(s, 0, sizeof *s);
-    s->device = d;
-    s->backend_stream = backend_stream;
-    s->home = (relo_pool_home){
-        .backend = d->backend,
-        .releaser = &d->releaser,
-        .slab = &d->slab,
-        .handles = &d->handles,
-        .alignment = d->alignment,
-        .max_page = d->max_page,
-        .granule = d->granule,
-        .page_order = &d->page_order,
-        .pending = &d->pending,
-        .held = {&s->held, &d->held},
-        .owner = s,
-    };
-    relo__pool_init(&s->persistent, RELO_POOL_PERSISTENT, "persistent", &s->home, 0);
-    relo__pool_init(&s->dedicated, RELO_POOL_DEDICATED, "dedicated", &s->home, 0);
-    relo__exclusive_init(&s->tiny, &s->home, "tiny", d->alignment, false);
-    s->layout.ops = d->layout;
-    return s->layout.ops->init(&s->layout, &s->home);
-}
-
-void relo__stream_each_pool(struct relo_stream *s, void (*fn)(relo_pool *, void *), void *user)
-{
-    /* The one walk over a stream's pools; stats call it on every query. */
-    fn(&s->persistent, user);
-    fn(&s->dedicated, user);
-    fn(&s->tiny, user);
-    s->layout.ops->each_pool(&s->layout, fn, user);
-}
-
-static void add_allocations(relo_pool *p, void *user) { *(uint64_t *)user += p->allocations; }
-static void add_guarded(relo_pool *p, void *user) { *(uint64_t *)user += p->guarded_pages; }
-
-uint64_t relo__stream_allocations(const struct relo_stream *s)
-{
-    uint64_t n = 0;
-    relo__stream_each_pool((struct relo_stream *)s, add_allocations, &n);
-    return n;
-}
-
-uint64_t relo__stream_guarded_pages(const struct relo_stream *s)
-{
-    uint64_t n = 0;
-    relo__stream_each_pool((struct relo_stream *)s, add_guarded, &n);
-    return n;
-}
-
-void relo__stream_free_pages(struct relo_stream *s)
-{
-    relo__pool_destroy(&s->persistent);
-    relo__pool_destroy(&s->dedicated);
-    relo__pool_destroy(&s->tiny);
-    s->layout.ops->destroy(&s->layout);
-}
 
 static relo_mode effective_mode(const struct relo_stream *s)
 {
@@ -209,30 +150,4 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     *out = relo__handle_of_slot(&d->handles, handle);
     relo__steps_after_reserve(d);
     return RELO_OK;
-}
-
-relo_status relo_mode_push(relo_stream *stream, relo_mode mode)
-{
-    if (!stream || (unsigned)mode >= RELO_MODE_COUNT) return RELO_ERR_INVALID_ARGUMENT;
-    relo__device_lock(stream->device);
-    relo_status st = RELO_ERR_INVALID_ARGUMENT;
-    if (stream->mode_depth < RELO_MODE_DEPTH) {
-        stream->modes[stream->mode_depth++] = (uint8_t)mode;
-        st = RELO_OK;
-    }
-    relo__device_unlock(stream->device);
-    return st;
-}
-
-relo_status relo_mode_pop(relo_stream *stream)
-{
-    if (!stream) return RELO_ERR_INVALID_ARGUMENT;
-    relo__device_lock(stream->device);
-    relo_status st = RELO_ERR_INVALID_ARGUMENT;
-    if (stream->mode_depth > 0) {
-        stream->mode_depth--;
-        st = RELO_OK;
-    }
-    relo__device_unlock(stream->device);
-    return st;
 }

@@ -218,16 +218,6 @@ bool relo__occupancy_empty_pages(relo_pool *pool, relo_page_list *out)
     return true;
 }
 
-int64_t relo__occupancy_release_empty(relo_pool *pool)
-{
-    relo_page_list go;
-    if (!relo__occupancy_empty_pages(pool, &go)) return -1;
-    int64_t m = 0;
-    for (relo_page *p; (p = relo__page_list_pop(&go)); m++) relo__pool_page_release(pool, p);
-    relo__page_list_free(&go);
-    return m;
-}
-
 bool relo__occupancy_check(const relo_pool *pool, const char **why)
 {
 #define FAIL(msg)                                                              \

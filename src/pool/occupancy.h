@@ -156,13 +156,6 @@ relo_page *relo__page_list_pop(relo_page_list *list);
  *  (the list is empty then). */
 bool relo__occupancy_empty_pages(struct relo_pool *pool, relo_page_list *out);
 
-/** As relo__occupancy_empty_pages, then gives back every empty page of
- *  a sliced pool that nothing holds (no guard, not pending, no fence, no transfer), in the
- *  order the walk over
- *  every page would (highest position first, so the pages that stay keep
- *  their positions). Returns how many went, or -1 when host memory ran
- *  out (nothing went; the caller walks the pages). */
-int64_t relo__occupancy_release_empty(struct relo_pool *pool);
 
 /** Checks the index against the pool's pages: each page listed once, in
  *  the list its counters say unless it is marked as touched, the marks,

@@ -205,9 +205,24 @@ void relo__pool_page_collect(relo_pool *pool, relo_page *page, relo_buffer_batch
     relo__pool_page_detach(pool, page, &batch->bufs[batch->count++]);
 }
 
+/* Gives back every empty page of a sliced pool that nothing holds (no
+ * guard, not pending, no fence, no transfer), as its occupancy index lists
+ * them: highest position first, so the pages that stay keep their
+ * positions. Returns how many went, or -1 when host memory ran out
+ * (nothing went; the caller walks the pages). */
+static int64_t release_indexed_empty(relo_pool *pool)
+{
+    relo_page_list go;
+    if (!relo__occupancy_empty_pages(pool, &go)) return -1;
+    int64_t m = 0;
+    for (relo_page *p; (p = relo__page_list_pop(&go)); m++) relo__pool_page_release(pool, p);
+    relo__page_list_free(&go);
+    return m;
+}
+
 uint32_t relo__pool_release_empty(relo_pool *pool)
 {
-    int64_t listed = pool->kind == RELO_POOL_SLICED ? relo__occupancy_release_empty(pool) : -1;
+    int64_t listed = pool->kind == RELO_POOL_SLICED ? release_indexed_empty(pool) : -1;
     if (listed >= 0) return (uint32_t)listed;
     uint32_t released = 0;
     for (uint32_t i = pool->page_count; i-- > 0;) {
