@@ -268,6 +268,7 @@ static relo_status query_props(cl_device_id device, relo_backend_props *props)
     props->alignment = alignment;
     props->max_page_size = max_alloc;
     props->capacity = global;
+    props->granule = 0; /* OpenCL says nothing of how a device rounds a buffer */
     return RELO_OK;
 }
 

@@ -632,6 +632,7 @@ static relo_status query(vk_ctx *c, relo_backend_props *props)
     props->alignment = alignment;
     props->max_page_size = max_page;
     props->capacity = capacity;
+    props->granule = 0; /* each buffer takes its own memory object's size */
     return RELO_OK;
 }
 

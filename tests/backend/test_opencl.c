@@ -165,6 +165,7 @@ CHECK_TEST(props_come_from_the_device)
     expect_eq(p.capacity, global);
     expect_eq(p.max_page_size, max_alloc);
     expect_eq(p.alignment, bits / 8 ? bits / 8 : 1);
+    expect_eq(p.granule, 0); /* OpenCL reports none: each buffer is its size */
     relo_backend_destroy(b);
     env_close(&e);
 }

@@ -393,6 +393,7 @@ CHECK_TEST(props_come_from_the_device)
     require_ok(relo_backend_props_get(b, &props));
     uint64_t align = p.limits.minStorageBufferOffsetAlignment;
     expect_eq(props.alignment, align < 4 ? 4 : align);
+    expect_eq(props.granule, 0); /* each buffer takes its own memory object */
     /* Capacity is a heap's budget or size: positive, at most the largest
      * heap; a page fits in it. */
     uint64_t largest = 0;
