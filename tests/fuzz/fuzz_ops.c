@@ -1,101 +1,73 @@
 /*
  * fuzz_ops.c — a libFuzzer harness that drives relo's public API over two
- * streams of one host-backend device and checks it against a shadow model.
+ * streams of one device and checks it against a shadow model, with a
+ * second thread the input drives in lockstep and relocation passes the
+ * harness drives as a runtime would.
  *
  * Input layout: four configuration bytes (max page size 1-32 MiB, capacity
- * unknown or 16-127 MiB,
- * alignment, device flags), then a sequence of operations, each one opcode
- * byte followed by the argument bytes that operation reads. A short input
- * simply ends the sequence (missing bytes read as zero).
+ * unknown or 16-127 MiB, alignment, device flags), then a sequence of
+ * operations, each one opcode byte followed by the argument bytes that
+ * operation reads. A short input simply ends the sequence (missing bytes
+ * read as zero). The opcodes are the indexes of OPS[] below, modulo its
+ * length; make_corpus.py writes seeds in this language.
  *
- * After every call the harness runs relo_device_check, reads back the
- * pattern of every live allocation, checks that released handles stay
- * stale, and that stats agree with the model. At the end it tears the
- * device down completely, so LeakSanitizer sees anything relo leaked.
+ * The device is the sparse backend (sparse_backend.h): real bytes, but only
+ * where something was written, so a run costs what relo does and not what
+ * clearing pages of tens of MiB costs; it also checks relo's side of the
+ * backend contract on every call.
+ *
+ * Beyond reserve, release, retain, write, resolve, reclaim, modes, capture
+ * and faults, the input opens runtime-driven passes (relo_pass_begin), reads
+ * and skips their moves, copies them itself or through relo_pass_copy (on
+ * either thread), and ends them with each outcome; it pins, unpins and reads;
+ * and it hands one job at a time to the second thread: a read, write, pin,
+ * unpin, release, resolve, relo_device_check or relo_pass_copy. A job may be
+ * held at a gate of the backend (inside the read, the write, the device
+ * wait, a copy or the copies' wait) while the main thread goes on, or wait
+ * inside relo for the pass to end, as a pin or write of a source from
+ * another thread does; the main thread opens the gates and joins the job
+ * when the input says so, or when it must.
+ *
+ * relo_device_check runs after every operation, also while a pass is open,
+ * and inside passes: in the backend's device wait and in the streams'
+ * finishes, which run on the thread that copies while the pass waits for
+ * the device (relo's own passes and relo_pass_copy), and on the second
+ * thread while the main thread holds a pass open or waits inside one.
+ * FUZZ_OPS_STATS=1 prints at exit how many checks ran in each of those
+ * places, and how many passes, moves and jobs the run saw.
+ *
+ * After every operation the harness also reads back the pattern of every
+ * live allocation (through the backend, for a source of the open pass, so
+ * as not to veto its move), checks that released handles stay stale, that
+ * pinned allocations stay put, that live ranges and pass targets do not
+ * overlap, that each move's state is the one the model predicts, and that
+ * stats agree with the model. At the end it tears the device down
+ * completely, so LeakSanitizer sees anything relo leaked.
  *
  * Any broken expectation prints what happened and aborts, which libFuzzer
  * records as a crash with the input that caused it.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "relo.h"
-#include "relo_backend.h"
+#include "fuzz_ops.h"
 #include "testing/testing.h"
 
-#define MIB (UINT64_C(1) << 20)
-#define KIB (UINT64_C(1) << 10)
-
-enum { STREAMS = 2, MAX_LIVE = 64, MAX_STALE = 32, MAX_GRAPHS = 8, MAX_MODES = 64 };
-
-/* Bytes the backend may hold when the device was told nothing about its
- * capacity: reservations beyond are skipped so a run stays small. */
-#define UNKNOWN_CAPACITY_BUDGET (128 * MIB)
-
-typedef struct live {
-    relo_handle handle;
-    uint64_t size;
-    uint32_t refs;
-    int stream;         /* the stream it was reserved on */
-    uint8_t seed;       /* pattern seed */
-    bool patterned;     /* the pattern was written */
-} live;
-
-typedef enum cap_state { CAP_IDLE, CAP_PREPARED, CAP_RECORDING } cap_state;
-
-typedef struct model {
-    relo_device *device;
-    relo_backend *backend;      /* owned by device; kept for counts/faults */
-    relo_stream *streams[STREAMS];
-    cap_state cap[STREAMS];
-    bool doomed[STREAMS];
-    int modes[STREAMS];         /* open mode windows */
-    relo_mode mode_stack[STREAMS][MAX_MODES];
-    live lives[MAX_LIVE];
-    int nlive;
-    relo_handle stale[MAX_STALE];
-    int nstale, stale_next;
-    relo_graph *graphs[MAX_GRAPHS];
-    int ngraphs;
-    uint64_t alignment, max_page, capacity;
-    relo_host_desc faults;
-    bool dense;                 /* RELO_POLICY_DENSE */
-    uint64_t op_index;
-    const char *op_name;
-} model;
-
-typedef struct cursor {
-    const uint8_t *p;
-    size_t n;
-} cursor;
-
-static uint8_t take8(cursor *c)
-{
-    if (!c->n) return 0;
-    c->n--;
-    return *c->p++;
-}
-
-static uint64_t take_n(cursor *c, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++) v |= (uint64_t)take8(c) << (8 * i);
-    return v;
-}
-
-static model M;
+model M;
+totals T;
 
 /* The last log lines of relo, printed when the harness dies (relo_device_check
  * logs the invariant it found broken). FUZZ_OPS_TRACE=1 also prints every
  * operation and log line as it happens. */
 enum { LOG_LINES = 16 };
 static char log_ring[LOG_LINES][256];
-static unsigned log_next;
-static int trace_ops = -1;
+static _Atomic unsigned log_next;
+int trace_ops = -1;
 /* FUZZ_OPS_SKIP_KNOWN=1 steers around bugs already reported, so a long run
  * can find the next one. */
 static int skip_known = -1;
@@ -103,18 +75,19 @@ static int skip_known = -1;
 static void on_log(void *user, relo_log_level level, const char *message)
 {
     (void)user;
-    snprintf(log_ring[log_next % LOG_LINES], sizeof log_ring[0], "[%d] %s", (int)level, message);
-    log_next++;
+    unsigned i = atomic_fetch_add(&log_next, 1);
+    snprintf(log_ring[i % LOG_LINES], sizeof log_ring[0], "[%d] %s", (int)level, message);
     if (trace_ops > 0) fprintf(stderr, "  relo log [%d]: %s\n", (int)level, message);
 }
 
-static void die(const char *fmt, ...)
+void die(const char *fmt, ...)
 {
     va_list ap;
-    unsigned first = log_next > LOG_LINES ? log_next - LOG_LINES : 0;
-    for (unsigned i = first; i < log_next; i++) fprintf(stderr, "relo log: %s\n", log_ring[i % LOG_LINES]);
-    fprintf(stderr, "\nfuzz_ops: op #%llu (%s): ", (unsigned long long)M.op_index,
-            M.op_name ? M.op_name : "setup");
+    unsigned next = atomic_load(&log_next);
+    unsigned first = next > LOG_LINES ? next - LOG_LINES : 0;
+    for (unsigned i = first; i < next; i++) fprintf(stderr, "relo log: %s\n", log_ring[i % LOG_LINES]);
+    fprintf(stderr, "\nfuzz_ops: op #%llu (%s)%s: ", (unsigned long long)M.op_index,
+            M.op_name ? M.op_name : "setup", M.P.pass ? ", a pass open" : "");
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -122,18 +95,23 @@ static void die(const char *fmt, ...)
     abort();
 }
 
-static const char *sn(relo_status s) { return relo_status_name(s); }
+const char *sn(relo_status s) { return relo_status_name(s); }
 
-static bool any_recording(void)
+bool any_recording(void)
 {
     for (int i = 0; i < STREAMS; i++)
         if (M.cap[i] == CAP_RECORDING) return true;
     return false;
 }
 
+NO_COVERAGE bool same_place(relo_binding a, relo_binding b)
+{
+    return a.buffer == b.buffer && a.offset == b.offset && a.size == b.size;
+}
+
 /* ---- patterns ---------------------------------------------------------- */
 
-static uint8_t pattern_byte(uint8_t seed, uint64_t offset)
+NO_CHECKS static uint8_t pattern_byte(uint8_t seed, uint64_t offset)
 {
     uint64_t x = (offset + 1) * UINT64_C(0x9E3779B97F4A7C15) + seed;
     return (uint8_t)((x >> 56) ^ seed);
@@ -141,10 +119,10 @@ static uint8_t pattern_byte(uint8_t seed, uint64_t offset)
 
 /* The windows of an allocation that carry its pattern: the whole of a small
  * one, else the head, the middle and the tail. */
-static int windows(uint64_t size, uint64_t off[3], uint64_t len[3])
+int windows(uint64_t size, uint64_t off[3], uint64_t len[3])
 {
     if (size == 0) return 0;
-    if (size <= 4096) {
+    if (size <= WINDOW_MAX) {
         off[0] = 0;
         len[0] = size;
         return 1;
@@ -156,40 +134,76 @@ static int windows(uint64_t size, uint64_t off[3], uint64_t len[3])
     return 3;
 }
 
-static void write_pattern(live *l)
+NO_CHECKS void fill_pattern(uint8_t *buf, uint8_t seed, uint64_t off, uint64_t len)
 {
-    uint8_t buf[4096];
-    uint64_t off[3], len[3];
-    int n = windows(l->size, off, len);
-    if (trace_ops)
-        fprintf(stderr, "  handle %#llx: %llu B, stream %d, seed %u\n", (unsigned long long)l->handle.id,
-                (unsigned long long)l->size, l->stream, l->seed);
-    for (int w = 0; w < n; w++) {
-        for (uint64_t i = 0; i < len[w]; i++) buf[i] = pattern_byte(l->seed, off[w] + i);
-        relo_status s = relo_write(M.device, l->handle, off[w], buf, len[w]);
-        if (s != RELO_OK) die("relo_write of a live allocation gave %s", sn(s));
-    }
-    l->patterned = true;
+    for (uint64_t i = 0; i < len; i++) buf[i] = pattern_byte(seed, off + i);
 }
 
-static void verify_pattern(const live *l)
+NO_CHECKS void expect_pattern(const uint8_t *buf, relo_handle h, uint8_t seed, uint64_t off, uint64_t len,
+                           const char *how)
 {
-    uint8_t buf[4096];
-    uint64_t off[3], len[3];
-    if (!l->patterned) return;
-    int n = windows(l->size, off, len);
-    for (int w = 0; w < n; w++) {
-        relo_status s = relo_read(M.device, l->handle, off[w], buf, len[w]);
-        if (s != RELO_OK) die("relo_read of live handle %#llx gave %s",
-                              (unsigned long long)l->handle.id, sn(s));
-        for (uint64_t i = 0; i < len[w]; i++)
-            if (buf[i] != pattern_byte(l->seed, off[w] + i))
-                die("handle %#llx (size %llu): byte %llu is %#x, expected %#x",
-                    (unsigned long long)l->handle.id, (unsigned long long)l->size,
-                    (unsigned long long)(off[w] + i), buf[i],
-                    pattern_byte(l->seed, off[w] + i));
-    }
+    for (uint64_t i = 0; i < len; i++)
+        if (buf[i] != pattern_byte(seed, off + i))
+            die("handle %#llx (%s): byte %llu is %#x, expected %#x", (unsigned long long)h.id, how,
+                (unsigned long long)(off + i), buf[i], pattern_byte(seed, off + i));
 }
+
+
+/* ---- model bookkeeping ------------------------------------------------- */
+
+NO_COVERAGE int find_live(uint64_t id)
+{
+    for (int i = 0; i < M.nlive; i++)
+        if (M.lives[i].handle.id == id) return i;
+    return -1;
+}
+
+static void make_stale(int i)
+{
+    M.stale[M.stale_next] = M.lives[i].handle;
+    M.stale_next = (M.stale_next + 1) % MAX_STALE;
+    if (M.nstale < MAX_STALE) M.nstale++;
+    M.lives[i] = M.lives[--M.nlive];
+}
+
+NO_COVERAGE static bool is_stale(uint64_t id)
+{
+    for (int i = 0; i < M.nstale; i++)
+        if (M.stale[i].id == id) return true;
+    return false;
+}
+
+/* The model's side of a release that succeeded: at the last owner the
+ * allocation goes (a source of the open pass stays until it closes). */
+void released(int i)
+{
+    live *l = &M.lives[i];
+    if (--l->refs) return;
+    pmove *mv = move_of(l->handle);
+    if (mv) {
+        mv->state = RELO_MOVE_RELEASED;
+        M.P.dropped++;
+        M.P.dropped_bytes += l->size;
+    }
+    make_stale(i);
+}
+
+/* A live allocation chosen by k that no job of the second thread holds,
+ * or NULL. */
+static live *pick_free(uint8_t k)
+{
+    if (!M.nlive) return NULL;
+    live *l = &M.lives[k % M.nlive];
+    return l->job == J_NONE ? l : NULL;
+}
+
+int quiet_stream(void)
+{
+    for (int i = 0; i < STREAMS; i++)
+        if (M.cap[i] != CAP_RECORDING) return i;
+    return -1;
+}
+
 
 /* ---- invariants -------------------------------------------------------- */
 
@@ -203,17 +217,92 @@ static void check_stale(relo_handle h, int stream)
     if (s != RELO_ERR_NOT_FOUND) die("relo_read of stale handle %#llx gave %s", (unsigned long long)h.id, sn(s));
 }
 
-static int quiet_stream(void)
+/* Reads the pattern windows of l back: through relo_read, or straight from
+ * the backend at the source of its move while a pass moves it (a read from
+ * this thread would veto the move). */
+NO_COVERAGE static void verify_pattern(const live *l)
 {
-    for (int i = 0; i < STREAMS; i++)
-        if (M.cap[i] != CAP_RECORDING) return i;
-    return -1;
+    uint8_t buf[WINDOW_MAX];
+    uint64_t off[3], len[3];
+    if (!l->patterned || l->job == J_WRITE) return;
+    const pmove *mv = move_of(l->handle);
+    int n = windows(l->size, off, len);
+    for (int w = 0; w < n; w++) {
+        if (mv && mv->state == RELO_MOVE_PENDING) {
+            sparse_peek(M.sb, mv->from.buffer, mv->from.offset + off[w], buf, len[w]);
+        } else {
+            relo_status s = relo_read(M.device, l->handle, off[w], buf, len[w]);
+            if (s != RELO_OK) die("relo_read of live handle %#llx gave %s", (unsigned long long)l->handle.id, sn(s));
+        }
+        expect_pattern(buf, l->handle, l->seed, off[w], len[w], mv ? "source of the open pass" : "relo_read");
+    }
 }
 
-static void check_all(void)
+NO_COVERAGE static bool overlap(relo_binding a, relo_binding b)
 {
+    return a.size && b.size && a.buffer == b.buffer && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+}
+
+/* The open pass: each move's state is the model's, no target overlaps a
+ * live allocation or another target. */
+NO_COVERAGE static void check_pass(const relo_binding *bind)
+{
+    for (uint32_t i = 0; i < M.P.count; i++) {
+        pmove *mv = &M.P.moves[i];
+        relo_pass_move got;
+        relo_status s = relo_pass_move_get(M.P.pass, i, &got);
+        if (s != RELO_OK) die("relo_pass_move_get(%u) gave %s", i, sn(s));
+        if (got.state != mv->state)
+            die("move %u of handle %#llx is %s, the model says %s", i, (unsigned long long)mv->handle.id,
+                relo_move_state_name(got.state), relo_move_state_name(mv->state));
+        if (got.handle.id != (mv->state == RELO_MOVE_RELEASED ? 0 : mv->handle.id))
+            die("move %u names handle %#llx", i, (unsigned long long)got.handle.id);
+        if (!same_place(got.from, mv->from) || !same_place(got.to, mv->to)) die("move %u changed its places", i);
+        if (mv->state == RELO_MOVE_RELEASED) continue;
+        for (int k = 0; k < M.nlive; k++)
+            if (overlap(mv->to, bind[k])) die("the target of move %u overlaps live handle %#llx", i,
+                                              (unsigned long long)M.lives[k].handle.id);
+        for (uint32_t k = 0; k < i; k++)
+            if (M.P.moves[k].state != RELO_MOVE_RELEASED && overlap(mv->to, M.P.moves[k].to))
+                die("the targets of moves %u and %u overlap", k, i);
+    }
+}
+
+/* After copies whose wait failed: relo keeps a slide's allocation at its
+ * source with its bytes not promised (docs/design.md, "Slides"), so the
+ * pattern of any allocation whose place, before the operation or now,
+ * meets the target of such a copy is no longer checked (until rewritten).
+ * The targets of other moves are leaked: nothing live meets them. */
+static void forget_unpromised(void)
+{
+    sparse_range r[256];
+    bool more = false;
+    size_t n = sparse_take_unknown(M.sb, r, 256, &more);
+    if (!n && !more) return;
+    int q = quiet_stream();
+    for (int i = 0; i < M.nlive; i++) {
+        live *l = &M.lives[i];
+        relo_binding now = l->bind;
+        if (q >= 0 && !move_of(l->handle) && relo_resolve(M.streams[q], l->handle, &now) != RELO_OK)
+            die("live handle %#llx does not resolve", (unsigned long long)l->handle.id);
+        bool meets = more;
+        for (size_t k = 0; k < n && !meets; k++) {
+            relo_binding t = {r[k].buffer, r[k].offset, r[k].n, 0};
+            meets = overlap(t, l->bind) || overlap(t, now);
+        }
+        if (meets && trace_ops)
+            fprintf(stderr, "  handle %#llx: bytes not promised (a copy whose wait failed met its place)\n",
+                    (unsigned long long)l->handle.id);
+        if (meets) l->patterned = false;
+    }
+}
+
+NO_COVERAGE static void check_all(void)
+{
+    forget_unpromised();
     relo_status s = relo_device_check(M.device);
     if (s != RELO_OK) die("relo_device_check gave %s", sn(s));
+    if (M.P.pass) atomic_fetch_add(&T.checks_opener_in_pass, 1);
 
     uint64_t in_use = 0;
     for (int i = 0; i < M.nlive; i++) {
@@ -223,40 +312,51 @@ static void check_all(void)
 
     /* Resolve every live allocation on a stream that does not record (a
      * resolve there would mark pages touched) and check that no two live
-     * ranges overlap and that every offset is aligned. */
+     * ranges overlap, that every offset is aligned and that pinned
+     * allocations stayed. A source of the open pass is where its move says
+     * (a resolve from this thread would veto the move). */
     int q = quiet_stream();
     if (q >= 0) {
         relo_binding bind[MAX_LIVE];
         for (int i = 0; i < M.nlive; i++) {
-            s = relo_resolve(M.streams[q], M.lives[i].handle, &bind[i]);
-            if (s != RELO_OK) die("live handle %#llx does not resolve: %s",
-                                  (unsigned long long)M.lives[i].handle.id, sn(s));
-            if (bind[i].size != M.lives[i].size)
+            live *l = &M.lives[i];
+            const pmove *mv = move_of(l->handle);
+            if (mv) {
+                bind[i] = mv->from;
+            } else if ((s = relo_resolve(M.streams[q], l->handle, &bind[i])) != RELO_OK) {
+                die("live handle %#llx does not resolve: %s", (unsigned long long)l->handle.id, sn(s));
+            }
+            if (bind[i].size != l->size)
                 die("binding size %llu, reserved %llu", (unsigned long long)bind[i].size,
-                    (unsigned long long)M.lives[i].size);
-            if (M.lives[i].size && !bind[i].buffer) die("binding without a buffer");
-            if (M.lives[i].size && bind[i].offset % M.alignment)
-                die("offset %llu not a multiple of the alignment %llu",
-                    (unsigned long long)bind[i].offset, (unsigned long long)M.alignment);
-            for (int j = 0; j < i; j++) {
-                if (!bind[i].size || !bind[j].size || bind[i].buffer != bind[j].buffer) continue;
-                if (bind[i].offset < bind[j].offset + bind[j].size &&
-                    bind[j].offset < bind[i].offset + bind[i].size)
+                    (unsigned long long)l->size);
+            if (l->size && !bind[i].buffer) die("binding without a buffer");
+            if (l->size && bind[i].offset % M.alignment)
+                die("offset %llu not a multiple of the alignment %llu", (unsigned long long)bind[i].offset,
+                    (unsigned long long)M.alignment);
+            if (l->pins && !same_place(bind[i], l->pinned_at))
+                die("pinned handle %#llx moved", (unsigned long long)l->handle.id);
+            l->bind = bind[i];
+            for (int j = 0; j < i; j++)
+                if (overlap(bind[i], bind[j]))
                     die("live handles %#llx [%llu,+%llu) and %#llx [%llu,+%llu) overlap",
-                        (unsigned long long)M.lives[i].handle.id, (unsigned long long)bind[i].offset,
+                        (unsigned long long)l->handle.id, (unsigned long long)bind[i].offset,
                         (unsigned long long)bind[i].size, (unsigned long long)M.lives[j].handle.id,
                         (unsigned long long)bind[j].offset, (unsigned long long)bind[j].size);
-            }
         }
         for (int i = 0; i < M.nstale; i++) check_stale(M.stale[i], q);
+        if (M.P.pass) check_pass(bind);
     }
 
+    /* Sources released while the pass is open count until it closes. */
+    uint64_t allocations = (uint64_t)M.nlive + M.P.dropped;
+    in_use += M.P.dropped_bytes;
     relo_stats dev, st, sum;
     memset(&sum, 0, sizeof sum);
     if ((s = relo_device_stats(M.device, &dev)) != RELO_OK) die("relo_device_stats: %s", sn(s));
     if (dev.size != sizeof dev || dev.version != RELO_STATS_VERSION) die("stats size/version not filled");
-    if (dev.allocations != (uint64_t)M.nlive)
-        die("stats: %llu allocations, model has %d", (unsigned long long)dev.allocations, M.nlive);
+    if (dev.allocations != allocations)
+        die("stats: %llu allocations, model has %llu", (unsigned long long)dev.allocations,
+            (unsigned long long)allocations);
     if (dev.bytes_in_use != in_use)
         die("stats: %llu bytes in use, model has %llu", (unsigned long long)dev.bytes_in_use,
             (unsigned long long)in_use);
@@ -280,29 +380,7 @@ static void check_all(void)
             (unsigned long long)M.capacity);
 }
 
-/* ---- model bookkeeping ------------------------------------------------- */
-
-static int find_live(uint64_t id)
-{
-    for (int i = 0; i < M.nlive; i++)
-        if (M.lives[i].handle.id == id) return i;
-    return -1;
-}
-
-static void make_stale(int i)
-{
-    M.stale[M.stale_next] = M.lives[i].handle;
-    M.stale_next = (M.stale_next + 1) % MAX_STALE;
-    if (M.nstale < MAX_STALE) M.nstale++;
-    M.lives[i] = M.lives[--M.nlive];
-}
-
-static bool is_stale(uint64_t id)
-{
-    for (int i = 0; i < M.nstale; i++)
-        if (M.stale[i].id == id) return true;
-    return false;
-}
+/* ---- sizes --------------------------------------------------------------- */
 
 /* A size biased toward the edges the allocator cares about. */
 static uint64_t pick_size(cursor *c)
@@ -324,7 +402,7 @@ static uint64_t pick_size(cursor *c)
     case 11: return (UINT64_C(1) << 63) + r;
     case 12: return r % (64 * KIB);                     /* small */
     case 13: return r * 16;                             /* up to 1 MiB */
-    case 14: return 3 * MIB + 2 * MIB * (r % 8);        /* acceptance 19's ladder */
+    case 14: return 3 * MIB + 2 * MIB * (r % 8);        /* a ladder through arena page sizes */
     case 15: return M.max_page - M.alignment * (r % 4);
     case 16: return 7 * MIB + r % 1024;                 /* near the small page, arena side */
     case 17: return 32 + r % 32;
@@ -332,14 +410,24 @@ static uint64_t pick_size(cursor *c)
     }
 }
 
-static uint64_t backend_held(void)
-{
-    relo_host_counts counts;
-    if (relo_backend_host_counts(M.backend, &counts) != RELO_OK) die("relo_backend_host_counts failed");
-    return counts.bytes_held;
-}
-
 /* ---- operations -------------------------------------------------------- */
+
+static void write_pattern(live *l)
+{
+    uint8_t buf[WINDOW_MAX];
+    uint64_t off[3], len[3];
+    int n = windows(l->size, off, len);
+    if (trace_ops)
+        fprintf(stderr, "  handle %#llx: %llu B, stream %d, seed %u\n", (unsigned long long)l->handle.id,
+                (unsigned long long)l->size, l->stream, l->seed);
+    for (int w = 0; w < n; w++) {
+        fill_pattern(buf, l->seed, off[w], len[w]);
+        relo_status s = relo_write(M.device, l->handle, off[w], buf, len[w]);
+        if (s != RELO_OK) die("relo_write of a live allocation gave %s", sn(s));
+    }
+    if (n) veto(l->handle);
+    l->patterned = true;
+}
 
 static void op_reserve(cursor *c)
 {
@@ -347,7 +435,7 @@ static void op_reserve(cursor *c)
     uint64_t size = pick_size(c);
     uint8_t seed = take8(c);
     relo_handle h = {0};
-    if (!M.capacity && size <= M.max_page && backend_held() + size + 8 * MIB > UNKNOWN_CAPACITY_BUDGET)
+    if (!M.capacity && size <= M.max_page && sparse_bytes_held(M.sb) + size + 8 * MIB > UNKNOWN_CAPACITY_BUDGET)
         return;
     if (M.nlive == MAX_LIVE) return;
     /* Steer around reported, unfixed bugs here when FUZZ_OPS_SKIP_KNOWN is
@@ -379,41 +467,42 @@ static void op_reserve(cursor *c)
     default:
         die("reserve(%llu) on stream %d gave %s", (unsigned long long)size, si, sn(s));
     }
+    /* A check inside a pass of this reservation may have released one. */
+    if (M.nlive == MAX_LIVE) die("model: no room for a new allocation");
     live *l = &M.lives[M.nlive++];
+    memset(l, 0, sizeof *l);
     l->handle = h;
     l->size = size;
     l->refs = 1;
     l->stream = si;
     l->seed = seed;
-    l->patterned = false;
     write_pattern(l);
 }
 
 static void op_release(cursor *c)
 {
-    uint8_t k = take8(c);
-    if (!M.nlive) return;
-    int i = k % M.nlive;
-    relo_status s = relo_release(M.device, M.lives[i].handle);
+    live *l = pick_free(take8(c));
+    if (!l) return;
+    relo_status s = relo_release(M.device, l->handle);
     if (s != RELO_OK) die("release of a live handle gave %s", sn(s));
-    if (--M.lives[i].refs == 0) make_stale(i);
+    released((int)(l - M.lives));
 }
 
 static void op_retain(cursor *c)
 {
     uint8_t k = take8(c);
     if (!M.nlive) return;
-    int i = k % M.nlive;
-    relo_status s = relo_retain(M.device, M.lives[i].handle);
+    live *l = &M.lives[k % M.nlive];
+    relo_status s = relo_retain(M.device, l->handle);
     if (s != RELO_OK) die("retain of a live handle gave %s", sn(s));
-    M.lives[i].refs++;
+    l->refs++;
 }
 
 static void op_write(cursor *c)
 {
     uint8_t k = take8(c), seed = take8(c);
-    if (!M.nlive) return;
-    live *l = &M.lives[k % M.nlive];
+    live *l = pick_free(k);
+    if (!l) return;
     l->seed = seed;
     write_pattern(l);
     /* A write past the end is refused and changes nothing. */
@@ -437,17 +526,15 @@ static void op_resolve(cursor *c)
     if (s != RELO_OK) die("resolve of a live handle gave %s", sn(s));
     if (b.size != l->size) die("resolved size %llu, reserved %llu", (unsigned long long)b.size,
                                (unsigned long long)l->size);
+    veto(l->handle);
 }
 
 static void op_reclaim(cursor *c)
 {
     int si = take8(c) % STREAMS;
     relo_status s = relo_reclaim(M.streams[si]);
-    if (any_recording()) {
-        if (s != RELO_ERR_RECORDING) die("reclaim while recording gave %s", sn(s));
-    } else if (s != RELO_OK) {
-        die("reclaim gave %s", sn(s));
-    }
+    relo_status want = any_recording() ? RELO_ERR_RECORDING : M.P.pass ? RELO_ERR_BUSY : RELO_OK;
+    if (s != want) die("reclaim gave %s, expected %s", sn(s), sn(want));
 }
 
 static void op_mode_push(cursor *c)
@@ -488,6 +575,8 @@ static void op_prepare(cursor *c)
             die("prepare in state %d gave %s", M.cap[si], sn(s));
     } else if (other) {
         if (s != RELO_ERR_RECORDING) die("prepare while the other stream records gave %s", sn(s));
+    } else if (M.P.pass) {
+        if (s != RELO_ERR_BUSY) die("prepare while a pass is open gave %s", sn(s));
     } else if (s == RELO_OK) {
         M.cap[si] = CAP_PREPARED;
     } else {
@@ -501,6 +590,8 @@ static void op_begin(cursor *c)
     relo_status s = relo_capture_begin(M.streams[si]);
     if (M.cap[si] != CAP_PREPARED) {
         if (s != RELO_ERR_CAPTURE_STATE) die("begin in state %d gave %s", M.cap[si], sn(s));
+    } else if (M.P.pass) {
+        if (s != RELO_ERR_BUSY) die("capture begin while a pass is open gave %s", sn(s));
     } else if (s == RELO_OK) {
         M.cap[si] = CAP_RECORDING;
         M.doomed[si] = false;
@@ -552,18 +643,15 @@ static void op_faults(cursor *c)
     static const uint64_t above[] = {0, 0, MIB, 2 * MIB, 8 * MIB, 12 * MIB, 64 * KIB};
     uint8_t bits = take8(c);
     uint8_t a = take8(c);
-    relo_host_counts counts;
-    if (relo_backend_host_counts(M.backend, &counts) != RELO_OK) die("counts failed");
     memset(&M.faults, 0, sizeof M.faults);
     M.faults.refuse_copies = bits & 1;
     M.faults.fail_wait_copies = (bits >> 1) & 1;
     M.faults.fail_wait_device = (bits >> 2) & 1;
     M.faults.refuse_alloc_above = above[a % 7];
-    if (bits & 8) M.faults.refuse_alloc_after = counts.allocs + 1 + (a >> 4);
-    if (bits & 16) M.faults.refuse_copy_after = counts.copies + 1 + (a >> 4);
+    if (bits & 8) M.faults.refuse_alloc_after = 1 + (a >> 4);
+    if (bits & 16) M.faults.refuse_copy_after = 1 + (a >> 4);
     if ((bits & 0xE0) == 0xE0) memset(&M.faults, 0, sizeof M.faults);
-    relo_status s = relo_backend_host_set_faults(M.backend, &M.faults);
-    if (s != RELO_OK) die("set_faults gave %s", sn(s));
+    sparse_set_faults(M.sb, &M.faults);
 }
 
 static void op_bad_handle(cursor *c)
@@ -582,6 +670,9 @@ static void op_bad_handle(cursor *c)
     s = relo_write(M.device, h, 0, &byte, 1);
     if (s != RELO_ERR_NOT_FOUND && s != RELO_ERR_INVALID_ARGUMENT)
         die("write through bad handle %#llx gave %s", (unsigned long long)h.id, sn(s));
+    s = relo_unpin(M.device, h);
+    if (s != RELO_ERR_NOT_FOUND && s != RELO_ERR_INVALID_ARGUMENT)
+        die("unpin of bad handle %#llx gave %s", (unsigned long long)h.id, sn(s));
     int q = quiet_stream();
     if (q >= 0) {
         relo_binding b;
@@ -605,13 +696,14 @@ static void op_relocate(cursor *c)
 static void op_stream_cycle(cursor *c)
 {
     int si = take8(c) % STREAMS;
+    if (H.in_flight) return; /* the job may use the stream */
     bool owns = false;
     for (int i = 0; i < M.nlive; i++)
         if (M.lives[i].stream == si) owns = true;
     relo_stats st;
     if (relo_stream_stats(M.streams[si], &st) != RELO_OK) die("stream stats failed");
     relo_status s = relo_stream_destroy(M.streams[si]);
-    if (owns || M.cap[si] != CAP_IDLE) {
+    if (owns || M.cap[si] != CAP_IDLE || M.P.pass) {
         if (s != RELO_ERR_BUSY) die("destroy of a busy stream gave %s", sn(s));
         return;
     }
@@ -624,6 +716,7 @@ static void op_stream_cycle(cursor *c)
     s = relo_stream_create(M.device, NULL, &M.streams[si]);
     if (s != RELO_OK) die("stream re-create gave %s", sn(s));
     M.modes[si] = 0;
+    M.finish[si] = 0;
 }
 
 static void op_many(cursor *c)
@@ -638,11 +731,55 @@ static void op_many(cursor *c)
     }
 }
 
+/* ---- pins and reads ------------------------------------------------------ */
+
+static void op_pin(cursor *c)
+{
+    int si = take8(c) % STREAMS;
+    live *l = pick_free(take8(c));
+    if (!l) return;
+    relo_binding b;
+    relo_status s = relo_pin(M.streams[si], l->handle, &b);
+    if (s != RELO_OK) die("pin of a live handle gave %s", sn(s));
+    if (b.size != l->size) die("pinned size %llu, reserved %llu", (unsigned long long)b.size,
+                               (unsigned long long)l->size);
+    if (l->pins && !same_place(b, l->pinned_at)) die("a pinned allocation moved");
+    if (!l->pins++) l->pinned_at = b;
+    veto(l->handle);
+}
+
+static void op_unpin(cursor *c)
+{
+    live *l = pick_free(take8(c));
+    if (!l) return;
+    relo_status s = relo_unpin(M.device, l->handle);
+    if (s != (l->pins ? RELO_OK : RELO_ERR_INVALID_ARGUMENT))
+        die("unpin with %u pins gave %s", l->pins, sn(s));
+    if (l->pins) l->pins--;
+}
+
+static void op_read(cursor *c)
+{
+    uint8_t k = take8(c), w = take8(c);
+    if (!M.nlive) return;
+    live *l = &M.lives[k % M.nlive];
+    uint64_t off[3], len[3];
+    int n = windows(l->size, off, len);
+    if (!n || l->job == J_WRITE) return;
+    uint8_t buf[WINDOW_MAX];
+    relo_status s = relo_read(M.device, l->handle, off[w % n], buf, len[w % n]);
+    if (s != RELO_OK) die("relo_read of a live handle gave %s", sn(s));
+    if (l->patterned) expect_pattern(buf, l->handle, l->seed, off[w % n], len[w % n], "relo_read");
+    veto(l->handle);
+}
+
+
 typedef struct op {
     const char *name;
     void (*fn)(cursor *);
 } op;
 
+/* The first 19 keep the codes the committed corpus was written with. */
 static const op OPS[] = {
     {"reserve", op_reserve},       {"reserve", op_reserve},     {"release", op_release},
     {"release", op_release},       {"retain", op_retain},       {"write", op_write},
@@ -652,32 +789,56 @@ static const op OPS[] = {
     {"faults", op_faults},         {"bad_handle", op_bad_handle},
     {"relocate", op_relocate},     {"stream_cycle", op_stream_cycle},
     {"many", op_many},
+    {"pass_begin", op_pass_begin}, {"pass_begin", op_pass_begin}, {"pass_skip", op_pass_skip},
+    {"pass_own_copy", op_pass_own_copy}, {"pass_copy", op_pass_copy}, {"pass_end", op_pass_end},
+    {"pin", op_pin},               {"unpin", op_unpin},         {"read", op_read},
+    {"job", op_job},               {"job", op_job},             {"join", op_join},
+    {"set_finish", op_set_finish}, {"arm_hook", op_arm_hook},
 };
 enum { NOPS = (int)(sizeof OPS / sizeof OPS[0]) };
 
 /* ---- setup and teardown ------------------------------------------------ */
 
-static bool setup(cursor *c)
+static void print_totals(void)
+{
+    fprintf(stderr,
+            "fuzz_ops: %llu runs, %llu operations; %llu passes, %llu moves planned, %llu committed; "
+            "%llu jobs on the second thread (%llu held at a gate, %llu waiting for a pass); "
+            "relo_device_check inside passes: %llu in the device wait, %llu in finishes, "
+            "%llu on the second thread with a pass open, %llu by the opener between operations\n",
+            (unsigned long long)T.runs, (unsigned long long)T.ops, (unsigned long long)T.passes,
+            (unsigned long long)T.moves, (unsigned long long)T.committed, (unsigned long long)T.jobs,
+            (unsigned long long)T.jobs_held, (unsigned long long)T.jobs_waited,
+            (unsigned long long)T.checks_in_pass_hook, (unsigned long long)T.checks_in_finish,
+            (unsigned long long)T.checks_other_thread_in_pass, (unsigned long long)T.checks_opener_in_pass);
+}
+
+static void setup(cursor *c)
 {
     static const uint64_t pages[] = {8 * MIB, 16 * MIB, 32 * MIB, 2 * MIB, 3 * MIB + 1000, 12 * MIB,
                                      4 * MIB, MIB};
-    static const uint64_t aligns[] = {0, 32, 1, 8, 50, 256, 4096, 10};
+    static const uint64_t aligns[] = {64, 32, 1, 8, 50, 256, 4096, 10};
+    static bool once;
     uint8_t b0 = take8(c), b1 = take8(c), b2 = take8(c), b3 = take8(c);
-    relo_host_desc hd;
     memset(&M, 0, sizeof M);
-    memset(&hd, 0, sizeof hd);
-    hd.max_page_size = pages[b0 % 8];
-    hd.alignment = aligns[b2 % 8];
-    if (hd.alignment > hd.max_page_size) hd.alignment = 0;
-    hd.capacity = (b1 < 16) ? 0 : (16 + (uint64_t)(b1 - 16) % 112) * MIB; /* 16..127 MiB */
-    relo_backend *be = NULL;
-    relo_status s = relo_backend_host_create(&hd, &be);
-    if (s != RELO_OK) die("host backend create gave %s", sn(s));
+    if (!once) {
+        once = true;
+        trace_ops = getenv("FUZZ_OPS_TRACE") != NULL;
+        skip_known = getenv("FUZZ_OPS_SKIP_KNOWN") != NULL;
+        if (getenv("FUZZ_OPS_STATS")) atexit(print_totals);
+    }
     relo_backend_props props;
-    if (relo_backend_props_get(be, &props) != RELO_OK) die("props_get failed");
+    memset(&props, 0, sizeof props);
+    props.max_page_size = pages[b0 % 8];
+    props.alignment = aligns[b2 % 8];
+    if (props.alignment > props.max_page_size) props.alignment = 64;
+    props.capacity = (b1 < 16) ? 0 : (16 + (uint64_t)(b1 - 16) % 112) * MIB; /* 16..127 MiB */
+    relo_backend *be = NULL;
+    relo_status s = sparse_backend_create(&props, &M.sb, &be);
+    if (s != RELO_OK) die("sparse backend create gave %s", sn(s));
     M.alignment = props.alignment;
     M.max_page = props.max_page_size / props.alignment * props.alignment;
-    M.capacity = hd.capacity;
+    M.capacity = props.capacity;
 
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
@@ -686,9 +847,8 @@ static bool setup(cursor *c)
     dd.policy = (b3 & 4) ? RELO_POLICY_DENSE : RELO_POLICY_SEED;
     dd.pass_max_bytes = (b3 & 8) ? 4 * MIB : 0;
     M.dense = dd.policy == RELO_POLICY_DENSE;
+    M.relocation_on = !(b3 & 3);
     dd.log = on_log;
-    if (trace_ops < 0) trace_ops = getenv("FUZZ_OPS_TRACE") != NULL;
-    if (skip_known < 0) skip_known = getenv("FUZZ_OPS_SKIP_KNOWN") != NULL;
     if (trace_ops)
         fprintf(stderr, "setup: max page %llu, alignment %llu, capacity %llu, layout %d, relocation %d, "
                 "policy %d, pass_max_bytes %llu\n", (unsigned long long)M.max_page,
@@ -700,19 +860,30 @@ static bool setup(cursor *c)
         die("device create gave %s", sn(s));
     }
     M.backend = be;
+    sparse_set_wait_hook(M.sb, on_wait_device, NULL);
+    sparse_set_park_hook(M.sb, on_park, NULL);
     for (int i = 0; i < STREAMS; i++) {
         s = relo_stream_create(M.device, NULL, &M.streams[i]);
         if (s != RELO_OK) die("stream create gave %s", sn(s));
     }
-    return true;
 }
 
 static void teardown(void)
 {
     M.op_name = "teardown";
-    relo_host_desc none;
+    M.hook = HOOK_NONE;
+    sparse_faults none;
     memset(&none, 0, sizeof none);
-    if (relo_backend_host_set_faults(M.backend, &none) != RELO_OK) die("clearing faults failed");
+    sparse_set_faults(M.sb, &none);
+    M.faults = none;
+    if (M.P.pass) {
+        /* A job waiting for the pass goes on once it ends. */
+        if (H.in_flight && H.j.kind == J_PASS_COPY) join();
+        relo_status s = relo_pass_end(M.P.pass, RELO_PASS_ABANDONED);
+        if (s != RELO_OK) die("teardown pass end gave %s", sn(s));
+        memset(&M.P, 0, sizeof M.P);
+    }
+    join();
     for (int si = 0; si < STREAMS; si++)
         if (M.cap[si] == CAP_RECORDING) end_capture(si);
     for (int si = 0; si < STREAMS; si++) {
@@ -750,6 +921,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cursor c = {data, size};
     setup(&c);
     check_all();
+    atomic_fetch_add(&T.runs, 1);
     while (c.n) {
         const op *o = &OPS[take8(&c) % NOPS];
         M.op_index++;
@@ -757,11 +929,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (trace_ops) {
             fprintf(stderr, "op #%llu %s:", (unsigned long long)M.op_index, o->name);
             for (size_t i = 0; i < c.n && i < 10; i++) fprintf(stderr, " %02x", c.p[i]);
-            fprintf(stderr, " (live %d)\n", M.nlive);
+            fprintf(stderr, " (live %d%s)\n", M.nlive, M.P.pass ? ", pass open" : "");
         }
         o->fn(&c);
         check_all();
     }
+    atomic_fetch_add(&T.ops, M.op_index);
     teardown();
     return 0;
 }
