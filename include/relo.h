@@ -25,7 +25,8 @@
  *     release and reserve of other allocations return without waiting;
  *     a reservation that would pack before a new page, or past the release
  *     threshold, takes the page or keeps the room instead while a pass is
- *     open. A reclaim waits for the device once and for its copies once
+ *     open, and packs only its own stream's pools (never another stream's
+ *     room, and so never drains the device for it). A reclaim waits for the device once and for its copies once
  *     (one pass) unless relo_device_desc.pass_max_bytes or pass_max_ns cut
  *     it into more.
  *   - The binding contract: a binding from relo_resolve is valid until the

@@ -507,13 +507,14 @@ void relo__steps_before_reserve(relo_device *device, relo_stream *stream, bool m
                                                   starts once as much again, and at least
                                                   a granule or 1 MiB, is held past it */
 
-/** A layout that packs before a new page asked to (layout.h want_pack):
- *  packs every stream's dense pools for page bytes, within the copy
- *  budget (RELO_PACK_BUDGET_DIVISOR; nothing moves once it is spent)
- *  unless the page would leave less than 1/RELO_PACK_FREE_DIVISOR of a
- *  device of known capacity free. Returns true when pages went back (or,
- *  within a release threshold, were emptied). */
-bool relo__steps_pack_before_page(relo_device *device, uint64_t page);
+/** A layout that packs before a new page for stream asked to (layout.h
+ *  want_pack): packs the stream's own dense pools for page bytes, within
+ *  the copy budget (RELO_PACK_BUDGET_DIVISOR; nothing moves once it is
+ *  spent), or every stream's, with no budget, where the page would leave
+ *  less than 1/RELO_PACK_FREE_DIVISOR of a device of known capacity free.
+ *  Returns true when pages went back (or, within a release threshold, were
+ *  emptied). */
+bool relo__steps_pack_before_page(relo_device *device, relo_stream *stream, uint64_t page);
 
 /**
  * A reservation of size bytes on stream was refused with st. For
@@ -527,10 +528,11 @@ bool relo__steps_pack_before_page(relo_device *device, uint64_t page);
 relo_status relo__steps_refused(relo_device *device, relo_stream *stream, uint64_t size, relo_status st,
                                 relo_pool *room_pool, relo_status (*retry)(void *ctx), void *ctx);
 
-/** After a served reservation: the release threshold (trim.c); then, in a
- *  layout that packs, room held past live + threshold on pages that hold
- *  allocations is packed and given back, within the copy budget. */
-void relo__steps_after_reserve(relo_device *device);
+/** After a served reservation on stream: the release threshold (trim.c);
+ *  then, in a layout that packs, room held past live + threshold on the
+ *  stream's pages that hold allocations is packed and given back, within
+ *  the copy budget. */
+void relo__steps_after_reserve(relo_device *device, relo_stream *stream);
 
 /**
  * Explicit cleanup of one stream (only non-NULL) or of every stream:

@@ -31,19 +31,21 @@ void relo__steps_before_reserve(relo_device *d, relo_stream *s, bool may_relocat
  * the release threshold) is a choice, and it has a budget: over the
  * device's life it copies at most 1/RELO_PACK_BUDGET_DIVISOR of the bytes
  * reserved so far. Once that is spent, the new page is taken, or the room
- * stays held, until reservations earn more. Returns true when pages went
- * back or were emptied. */
-static bool pack_within_budget(relo_device *d, uint64_t want, relo_reason reason)
+ * stays held, until reservations earn more. It packs the reserving
+ * stream's own pools: a reservation never drains the device for another
+ * stream's room (that stream's reservations, or a reclaim, pack it).
+ * Returns true when pages went back or were emptied. */
+static bool pack_within_budget(relo_device *d, relo_stream *s, uint64_t want, relo_reason reason)
 {
     uint64_t earned = d->held.counters.bytes_allocated_total / RELO_PACK_BUDGET_DIVISOR;
     if (d->pack_moved >= earned) return false;
     uint64_t before = d->held.counters.bytes_moved;
-    bool made = relo__compact_and_release(d, NULL, want, true, reason, earned - d->pack_moved) != 0;
+    bool made = relo__compact_and_release(d, s, want, true, reason, earned - d->pack_moved) != 0;
     d->pack_moved += d->held.counters.bytes_moved - before;
     return made;
 }
 
-bool relo__steps_pack_before_page(relo_device *d, uint64_t page)
+bool relo__steps_pack_before_page(relo_device *d, relo_stream *s, uint64_t page)
 {
     /* On a device of known capacity that the page would fill past
      * 1 - 1/RELO_PACK_FREE_DIVISOR, memory is no longer plentiful: packing
@@ -52,7 +54,7 @@ bool relo__steps_pack_before_page(relo_device *d, uint64_t page)
     uint64_t cap = d->capacity;
     if (cap && d->held.bytes_reserved + page > cap - cap / RELO_PACK_FREE_DIVISOR)
         return relo__compact_and_release(d, NULL, page, true, RELO_REASON_COMPACT, UINT64_MAX) != 0;
-    return pack_within_budget(d, page, RELO_REASON_COMPACT);
+    return pack_within_budget(d, s, page, RELO_REASON_COMPACT);
 }
 
 RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, relo_status st, relo_pool *room_pool,
@@ -115,15 +117,15 @@ RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64
     return st;
 }
 
-void relo__steps_after_reserve(relo_device *d)
+void relo__steps_after_reserve(relo_device *d, relo_stream *s)
 {
     /* After the request is served, so that it could take a cached page:
      * 1. empty pages past live + the release threshold go back;
      * 2. a layout that packs (dense) that still holds past live + threshold
      *    as much again, at least a granule or RELO_PACK_MIN_GAIN, in the
-     *    free room of pages that hold allocations, empties its sparsest
-     *    pages within the copy budget, and what they held past the
-     *    threshold goes back. After an attempt that moved nothing, the
+     *    free room of pages that hold allocations, empties the stream's
+     *    sparsest pages within the copy budget, and what they held past
+     *    the threshold goes back. After an attempt that moved nothing, the
      *    next waits until that much more room is held past the threshold,
      *    or the budget has earned that much again. */
     relo__trim_auto(d);
@@ -145,7 +147,7 @@ void relo__steps_after_reserve(relo_device *d)
     }
     uint64_t over = held - live - keep, allocated = d->held.counters.bytes_allocated_total;
     if (allocated < d->pack_retry_at && over - relo__min(over, d->pack_stuck) < gain) return;
-    if (pack_within_budget(d, over, RELO_REASON_THRESHOLD)) {
+    if (pack_within_budget(d, s, over, RELO_REASON_THRESHOLD)) {
         d->pack_stuck = 0;
     } else {
         d->pack_stuck = over;

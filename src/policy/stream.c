@@ -49,7 +49,7 @@ RELO_NOINLINE static relo_status reserve_after_search(struct relo_stream *s, uin
     uint64_t live, reserved, page;
     layout_totals(d, &live, &reserved);
     if (ops->want_pack(l, size, live, reserved, relo__relocation_allowed(d), &d->layout_live_peak, &page)) {
-        ops->packed(l, relo__steps_pack_before_page(d, page));
+        ops->packed(l, relo__steps_pack_before_page(d, s, page));
         relo_status st = ops->reserve(l, size, slot, false, out);
         if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
     }
@@ -148,6 +148,6 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     handle->slice = slice; /* published at its first locked resolve */
     relo__stats_allocated(s, size);
     *out = relo__handle_of_slot(&d->handles, handle);
-    relo__steps_after_reserve(d);
+    relo__steps_after_reserve(d, s);
     return RELO_OK;
 }

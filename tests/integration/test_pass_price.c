@@ -5,7 +5,8 @@
  * allows, and while one thread's pass waits for the device, another
  * thread's calls on another stream (reserve, including reservations that
  * would pack before a new page, release, resolve, pin, unpin, read, write)
- * return without waiting for it.
+ * return without waiting for it; and another stream's reservations never
+ * pack, or wait for the device for, this stream's room.
  *
  * The scene is a runtime's stream after a growing workload: 200
  * allocations of 256 KiB and 100 of 3 to 7 MiB, every other one released.
@@ -223,5 +224,28 @@ static void other_stream_goes_on(relo_policy policy)
 
 CHECK_TEST(other_stream_goes_on_while_a_pass_waits_dense) { other_stream_goes_on(RELO_POLICY_DENSE); }
 CHECK_TEST(other_stream_goes_on_while_a_pass_waits_seed) { other_stream_goes_on(RELO_POLICY_SEED); }
+
+/* Another stream's reservations, on a device that holds the scene's
+ * scattered room, pack that stream's own pools only: they neither move the
+ * scene's allocations nor wait for the device. */
+static void other_stream_packs_only_its_own(relo_policy policy)
+{
+    scene sc;
+    require_true(scene_open(&sc, policy, 0, true));
+    uint64_t waits = sc.m.calls[MOCK_WAIT_DEVICE];
+    uint64_t moved = fx_dev_stats(sc.f.dev).allocations_moved;
+    for (int round = 0; round < 64; round++) {
+        relo_handle h = fx_reserve(sc.f.s2, (uint64_t)(round + 1) * 256 * KiB);
+        require_ne(h.id, 0);
+        expect_ok(relo_release(sc.f.dev, h));
+    }
+    expect_eq(sc.m.calls[MOCK_WAIT_DEVICE], waits);
+    expect_eq(fx_dev_stats(sc.f.dev).allocations_moved, moved);
+    expect_true(scene_intact(&sc));
+    scene_close(&sc);
+}
+
+CHECK_TEST(other_stream_packs_only_its_own_dense) { other_stream_packs_only_its_own(RELO_POLICY_DENSE); }
+CHECK_TEST(other_stream_packs_only_its_own_seed) { other_stream_packs_only_its_own(RELO_POLICY_SEED); }
 
 CHECK_MAIN()
