@@ -10,7 +10,9 @@
  * outdated pages, and every few rounds it drives a
  * relocation pass itself, copying the moves as a runtime would on its own
  * queue. relo moves allocations while the launchers work; a pinned binding
- * stays valid throughout, so no byte is lost or written twice.
+ * stays valid throughout, so no byte is lost or written twice. While its
+ * pass is open it also runs relo_device_check, as a runtime's own tests
+ * may anywhere: the checker accepts every state the API allows.
  *
  * At the end every byte must equal the number of kernels launched on its
  * allocation, read after a last device-wide reclaim, and something must
@@ -36,6 +38,7 @@ typedef struct launcher {
 } launcher;
 
 static atomic_bool done;
+static atomic_int passes_checked, corrupt;
 
 /* The kernel: adds 1 to every byte of the allocation. */
 static void kernel_add1(const relo_binding *b)
@@ -79,6 +82,8 @@ static void *housekeeping(void *arg)
         /* A pass the runtime drives: copy each move on "its own queue". */
         relo_pass *pass;
         if (relo_pass_begin(device, NULL, &pass) != RELO_OK) continue;
+        if (relo_device_check(device) != RELO_OK) atomic_fetch_add(&corrupt, 1);
+        atomic_fetch_add(&passes_checked, 1);
         for (uint32_t i = 0; i < relo_pass_move_count(pass); i++) {
             relo_pass_move mv;
             relo_pass_move_get(pass, i, &mv);
@@ -138,9 +143,9 @@ int main(void)
     relo_stats st;
     relo_device_stats(device, &st);
     printf("%d kernels on %d buffers from %d threads; %llu allocations moved while they ran, %llu in all; "
-           "%d wrong bytes\n",
+           "%d wrong bytes; %d open passes checked, %d found corrupt\n",
            LAUNCHERS * KERNELS, LAUNCHERS * BUFFERS, LAUNCHERS, (unsigned long long)during.allocations_moved,
-           (unsigned long long)st.allocations_moved, bad);
+           (unsigned long long)st.allocations_moved, bad, atomic_load(&passes_checked), atomic_load(&corrupt));
     relo_device_destroy(device);
-    return bad || st.allocations_moved == 0 ? 1 : 0;
+    return bad || atomic_load(&corrupt) || st.allocations_moved == 0 ? 1 : 0;
 }

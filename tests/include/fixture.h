@@ -10,8 +10,10 @@
 #ifndef RELO_TEST_FIXTURE_H
 #define RELO_TEST_FIXTURE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -292,6 +294,48 @@ static inline bool fx_check_pattern(relo_device *d, relo_handle h, uint64_t key,
             if (buf[i] != fx_pattern_byte(key, off[r] + i)) return false;
     }
     return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The checker inside passes                                                */
+/* ------------------------------------------------------------------------ */
+
+/** Counts of relo_device_check calls made inside relocation passes. */
+typedef struct fx_pass_checks {
+    relo_device *dev;
+    _Atomic uint64_t checks;   /* calls made */
+    _Atomic uint64_t corrupt;  /* calls that did not answer RELO_OK */
+} fx_pass_checks;
+
+static relo_status fx_pass_check_(void *user)
+{
+    fx_pass_checks *c = user;
+    relo_status st = relo_device_check(c->dev);
+    atomic_fetch_add(&c->checks, 1);
+    if (st != RELO_OK) atomic_fetch_add(&c->corrupt, 1);
+    return RELO_OK;
+}
+
+/** Gives stream s a finish that runs relo_device_check on d: relo calls it
+ *  on the thread that copies, inside every pass of the device (its own and
+ *  relo_pass_copy), while the pass waits for the device's work, so the
+ *  checker sees each pass open. Give every stream of the device one (with
+ *  one c) and relo calls the finishes instead of the backend's wait. */
+static inline void fx_check_in_passes(fx_pass_checks *c, relo_device *d, relo_stream *s)
+{
+    c->dev = d;
+    expect_ok(relo_stream_set_finish(s, fx_pass_check_, c));
+}
+
+/** Expects checks inside passes to have run (at least min) and every one to
+ *  have passed; prints the count. */
+static inline void fx_expect_pass_checks(fx_pass_checks *c, uint64_t min)
+{
+    uint64_t n = atomic_load(&c->checks), bad = atomic_load(&c->corrupt);
+    printf("  relo_device_check inside passes: %llu, %llu not OK\n", (unsigned long long)n,
+           (unsigned long long)bad);
+    expect_ge(n, min);
+    expect_eq(bad, 0);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -11,7 +11,10 @@
  * reservation (which cleans up and retries), every live allocation still
  * holds its pattern; every 50 operations (RELO_CHECK_EVERY) relo_device_check
  * passes and no two live allocations overlap. Released handles stay
- * NOT_FOUND. Each run must move at least a set number of allocations (the
+ * NOT_FOUND. The stream's finish runs relo_device_check inside every
+ * relocation pass, while the pass is open and waits for the device; each
+ * must pass, and each run must make at least one such check. Each run
+ * must move at least a set number of allocations (the
  * sizes ramp up so the arena keeps growing and leaving outdated pages), so
  * a library that stopped relocating fails here rather than passing with
  * nothing to check.
@@ -66,6 +69,8 @@ static void run(uint64_t seed, int ops, relo_policy policy, uint64_t min_moved)
     dd.policy = policy;
     fx f;
     require_ok(fx_open(&f, &hd, &dd));
+    fx_pass_checks in_pass = {0};
+    fx_check_in_passes(&in_pass, f.dev, f.s);
     shadow m = {0};
     run_stats rs = {0};
     int depth = 0;
@@ -193,6 +198,7 @@ static void run(uint64_t seed, int ops, relo_policy policy, uint64_t min_moved)
            (unsigned long long)min_moved, (unsigned long long)end.relocations_abandoned, rs.verified,
            (unsigned long long)(end.peak_bytes_reserved / MiB));
 
+    fx_expect_pass_checks(&in_pass, 1);
     while (depth-- > 0) expect_ok(relo_mode_pop(f.s));
     while (m.n) shadow_release(&m, f.dev, m.n - 1);
     expect_ok(relo_reclaim(f.s));

@@ -9,7 +9,9 @@
  * Checked: after every refused reservation and every reservation that
  * moved anything, every live allocation holds its pattern, no two share a
  * byte, and relo_device_check passes; the device never holds more than
- * its capacity; each run meets a set number of refusals and moves, so a
+ * its capacity; relo_device_check also passes inside every relocation
+ * pass, from the stream's finish while the pass waits for the device (at
+ * least once a run); each run meets a set number of refusals and moves, so a
  * library that stopped packing under pressure fails here instead of
  * passing with nothing to check.
  *
@@ -87,6 +89,8 @@ static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused,
         hd.granule = su.granule;
         require_ok(fx_open(&f, &hd, &dd));
     }
+    fx_pass_checks in_pass = {0};
+    fx_check_in_passes(&in_pass, f.dev, f.s);
     shadow m = {0};
     bool trace = getenv("RELO_TRACE") != NULL;
     uint64_t refused = 0;
@@ -129,6 +133,7 @@ static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused,
     expect_ge(refused, min_refused);
     expect_ge(end.allocations_moved, min_moved);
     expect_eq(end.bytes_leaked, 0);
+    fx_expect_pass_checks(&in_pass, 1);
     if (mock) {
         /* The refusals were met: passes abandoned part-way. */
         expect_ge(end.relocations_abandoned, 10);

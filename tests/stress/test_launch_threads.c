@@ -15,6 +15,13 @@
  * page relo gave back (filled with 0xDD by the host backend before it goes)
  * or another allocation's bytes, and the pattern check fails.
  *
+ * relo_device_check runs inside passes from three places: the mover
+ * itself while its pass is open, the streams' finishes (on the thread that
+ * copies, while relo_pass_copy or a reclaim waits for the device), and a
+ * checker thread that checks over and over and, every fourth pass, while
+ * the mover holds the pass open for it. Every check must pass, and each
+ * place must have checked inside a pass.
+ *
  * The run asserts a minimum number of moved allocations, at least one move
  * copied by the runtime, and every byte of every allocation at the end.
  * Under ThreadSanitizer it must show no race. The run lasts
@@ -23,6 +30,7 @@
  * loaded machine runs few passes); RELO_SEED sets the seed.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -50,6 +58,10 @@ typedef struct stress {
     shared table[WORKERS][SLOTS];
     atomic_int failures;
     atomic_bool stop;
+    fx_pass_checks in_pass;               /* the streams' finishes */
+    _Atomic uint64_t pass_seq;            /* odd while the mover's pass is open */
+    atomic_bool check_wanted;             /* the mover waits for a check inside its pass */
+    _Atomic uint64_t checks, checks_in_open_pass, checks_by_mover;
     _Atomic uint64_t launches, pins_refused, bytes_checked, passes, runtime_copied;
     _Atomic uint64_t largest;  /* the next growing request */
     double seconds;
@@ -158,6 +170,29 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Checks the device over and over; a check that began and ended while the
+ * mover's pass stayed open counts as inside it. The mover can ask for one
+ * while it holds its pass open (check_wanted). */
+static void *checker_main(void *arg)
+{
+    stress *st = arg;
+    while (!atomic_load(&st->stop)) {
+        bool wanted = atomic_load(&st->check_wanted);
+        uint64_t before = atomic_load(&st->pass_seq);
+        relo_status rs = relo_device_check(st->dev);
+        uint64_t after = atomic_load(&st->pass_seq);
+        atomic_fetch_add(&st->checks, 1);
+        if (rs != RELO_OK) fail(st, "relo_device_check on the checker thread", (uint64_t)rs);
+        if (before == after && (before & 1)) atomic_fetch_add(&st->checks_in_open_pass, 1);
+        if (wanted) atomic_store(&st->check_wanted, false);
+        if (!wanted) {
+            struct timespec pause = {0, 50 * 1000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    return NULL;
+}
+
 /* Drives passes: the runtime's own copy, relo's copy, and device reclaims. */
 static void *mover_main(void *arg)
 {
@@ -186,6 +221,14 @@ static void *mover_main(void *arg)
         relo_pass *pass = NULL;
         relo_pass_desc desc = {NULL, 8 * MiB, 0};
         if (relo_pass_begin(st->dev, &desc, &pass) != RELO_OK) continue;
+        atomic_fetch_add(&st->pass_seq, 1); /* odd: open */
+        if (relo_device_check(st->dev) != RELO_OK) fail(st, "relo_device_check by the pass's opener", 0);
+        atomic_fetch_add(&st->checks_by_mover, 1);
+        if (round % 4 == 1) {
+            /* Hold the pass open until the checker thread has checked. */
+            atomic_store(&st->check_wanted, true);
+            while (atomic_load(&st->check_wanted) && !atomic_load(&st->stop)) sched_yield();
+        }
         relo_pass_outcome out = RELO_PASS_LANDED;
         if (round % 3 == 1) {
             /* The runtime copies. Every thread that launched on a source
@@ -202,6 +245,7 @@ static void *mover_main(void *arg)
         } else if (relo_pass_copy(pass, &out) != RELO_OK) {
             fail(st, "pass_copy", 0);
         }
+        atomic_fetch_add(&st->pass_seq, 1); /* even: closing */
         if (relo_pass_end(pass, out) != RELO_OK) fail(st, "pass_end", 0);
         atomic_fetch_add(&st->passes, 1);
     }
@@ -227,15 +271,18 @@ static void run(relo_policy policy)
     dd.policy = policy;
     require_ok(relo_device_create(&dd, b, &st.dev));
     for (int i = 0; i < STREAMS; i++) require_ok(relo_stream_create(st.dev, NULL, &st.streams[i]));
+    for (int i = 0; i < STREAMS; i++) fx_check_in_passes(&st.in_pass, st.dev, st.streams[i]);
 
-    pthread_t threads[WORKERS], mover;
+    pthread_t threads[WORKERS], mover, check_thread;
     worker w[WORKERS];
     for (int i = 0; i < WORKERS; i++) {
         w[i] = (worker){&st, i, seed * 0x9E3779B97F4A7C15u + (uint64_t)i + 1};
         require_eq(pthread_create(&threads[i], NULL, worker_main, &w[i]), 0);
     }
+    require_eq(pthread_create(&check_thread, NULL, checker_main, &st), 0);
     require_eq(pthread_create(&mover, NULL, mover_main, &st), 0);
     pthread_join(mover, NULL);
+    pthread_join(check_thread, NULL);
     for (int i = 0; i < WORKERS; i++) pthread_join(threads[i], NULL);
 
     /* Every allocation still holds its bytes, read through relo as well. */
@@ -262,6 +309,13 @@ static void run(relo_policy policy)
            (unsigned long long)(st.bytes_checked / MiB), (unsigned long long)st.passes,
            (unsigned long long)st.runtime_copied, (unsigned long long)ds.allocations_moved,
            (unsigned long long)live, (unsigned long long)seed);
+    printf("relo_device_check: %llu on the checker thread (%llu inside an open pass), %llu by the mover inside "
+           "its passes\n",
+           (unsigned long long)st.checks, (unsigned long long)st.checks_in_open_pass,
+           (unsigned long long)st.checks_by_mover);
+    fx_expect_pass_checks(&st.in_pass, 1);
+    expect_gt(atomic_load(&st.checks_in_open_pass), 0);
+    expect_gt(atomic_load(&st.checks_by_mover), 0);
     expect_eq(atomic_load(&st.failures), 0);
     expect_eq(ds.allocations, 0);
     expect_ge(ds.allocations_moved, MIN_MOVED);

@@ -25,6 +25,12 @@
  * checking nothing. The EXCLUSIVE layout never moves anything, and its case
  * checks exactly that.
  *
+ * relo_device_check runs meanwhile inside every relocation pass, from the
+ * streams' finishes (on the thread that relocates, while the pass is open
+ * and waits for the device), and from a fifth thread that checks the
+ * device over and over while the four work; every check must pass, and an
+ * ADAPTIVE case must make checks inside passes.
+ *
  * A binding is valid until the next relo_reserve or relo_reclaim on the
  * device. The threads keep that rule with a two-sided gate: reserves and
  * reclaims enter one side, reads and writes through bindings the other, so
@@ -44,6 +50,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "fixture.h"
 #include "relo.h"
 #include "relo_backend.h"
 
@@ -120,6 +127,9 @@ typedef struct epoch {
     pthread_mutex_t table_lock;
     entry table[THREADS][HELD];
     atomic_int failures;
+    fx_pass_checks in_pass;      /* checks from the streams' finishes */
+    atomic_bool workers_done;    /* stops the checker thread */
+    _Atomic uint64_t checks;     /* checks the checker thread made */
 } epoch;
 
 /* An allocation of another thread this thread retained. */
@@ -434,6 +444,24 @@ static bool op_reclaim(worker *w)
     return after_move(w);
 }
 
+/* The fifth thread: relo_device_check over and over, whatever the four
+ * others do (relocation included), until they are done. */
+static void *checker(void *arg)
+{
+    epoch *ep = arg;
+    while (!atomic_load(&ep->workers_done)) {
+        relo_status s = relo_device_check(ep->device);
+        atomic_fetch_add(&ep->checks, 1);
+        if (s != RELO_OK) {
+            fprintf(stderr, "checker thread: relo_device_check gave %s\n", relo_status_name(s));
+            atomic_fetch_add(&ep->failures, 1);
+        }
+        struct timespec pause = {0, 20 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return NULL;
+}
+
 static void *run(void *arg)
 {
     worker *w = arg;
@@ -480,7 +508,7 @@ static void *run(void *arg)
 
 typedef struct totals {
     uint64_t epochs, ops, reclaims, oom, borrows, bytes_checked, binding_checks, move_checks;
-    uint64_t moved, relocations, min_epoch_moved;
+    uint64_t moved, relocations, min_epoch_moved, checks_in_pass, checks_beside;
 } totals;
 
 static double stress_seconds(void)
@@ -516,6 +544,10 @@ static void run_epoch(uint64_t capacity, relo_layout layout, uint64_t seed, tota
     require_eq(pthread_cond_init(&ep->gate.cond, NULL), 0);
     require_eq(pthread_mutex_init(&ep->table_lock, NULL), 0);
     atomic_init(&ep->failures, 0);
+    fx_check_in_passes(&ep->in_pass, ep->device, ep->streams[0]);
+    fx_check_in_passes(&ep->in_pass, ep->device, ep->streams[1]);
+    pthread_t check_thread;
+    require_eq(pthread_create(&check_thread, NULL, checker, ep), 0);
 
     worker w[THREADS];
     pthread_t th[THREADS];
@@ -538,6 +570,11 @@ static void run_epoch(uint64_t capacity, relo_layout layout, uint64_t seed, tota
         t->binding_checks += w[i].binding_checks;
         t->move_checks += w[i].move_checks;
     }
+    atomic_store(&ep->workers_done, true);
+    pthread_join(check_thread, NULL);
+    t->checks_beside += atomic_load(&ep->checks);
+    t->checks_in_pass += atomic_load(&ep->in_pass.checks);
+    expect_eq(atomic_load(&ep->in_pass.corrupt), 0);
     int thread_failures = atomic_load(&ep->failures);
     expect_eq(thread_failures, 0);
 
@@ -603,12 +640,17 @@ static void run_threads(uint64_t capacity, relo_layout layout)
     } while (now_s() < end);
     printf("%llu epochs, %llu operations, %llu reclaims, %llu refused, %llu borrows; "
            "%llu allocations moved in %llu relocations (fewest in one epoch %llu); "
-           "%llu bytes checked, %llu checks through bindings, %llu checks after moves\n",
+           "%llu bytes checked, %llu checks through bindings, %llu checks after moves; "
+           "relo_device_check: %llu inside passes, %llu on the checker thread\n",
            (unsigned long long)t.epochs, (unsigned long long)t.ops, (unsigned long long)t.reclaims,
            (unsigned long long)t.oom, (unsigned long long)t.borrows, (unsigned long long)t.moved,
            (unsigned long long)t.relocations, (unsigned long long)t.min_epoch_moved,
            (unsigned long long)t.bytes_checked, (unsigned long long)t.binding_checks,
-           (unsigned long long)t.move_checks);
+           (unsigned long long)t.move_checks, (unsigned long long)t.checks_in_pass,
+           (unsigned long long)t.checks_beside);
+    expect_gt(t.checks_beside, 0);
+    /* ADAPTIVE relocates, and each relocation checks inside its pass. */
+    if (layout != RELO_LAYOUT_EXCLUSIVE) expect_gt(t.checks_in_pass, 0);
 }
 
 /* Capacity unknown: relocation on explicit reclaims only. */
