@@ -9,17 +9,6 @@
 #include "base/hostmem.h"
 #include "pass/relocation.h"
 
-const char *relo__capture_state_name(relo_capture_state state)
-{
-    switch (state) {
-    case RELO_CAPTURE_IDLE: return "IDLE";
-    case RELO_CAPTURE_PREPARED: return "PREPARED";
-    case RELO_CAPTURE_RECORDING: return "RECORDING";
-    case RELO_CAPTURE_STATE_COUNT: break;
-    }
-    return "UNKNOWN";
-}
-
 /* Appends page to a growable page list. */
 static relo_status list_push(relo_page ***list, uint32_t *count, uint32_t *cap, relo_page *page)
 {

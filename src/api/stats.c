@@ -37,7 +37,8 @@ static void set_counters(const relo_counters *c, relo_stats *out)
 #undef RELO_X_
 }
 
-void relo__stream_stats(const struct relo_stream *s, relo_stats *out)
+/* Fills out for one stream (gauges from its pools, its counters). */
+static void stream_stats(const struct relo_stream *s, relo_stats *out)
 {
     memset(out, 0, sizeof *out);
     out->size = (uint32_t)sizeof *out;
@@ -73,7 +74,7 @@ relo_status relo_stream_stats(relo_stream *stream, relo_stats *out)
 {
     if (!stream || !out) return RELO_ERR_INVALID_ARGUMENT;
     relo__device_lock(stream->device);
-    relo__stream_stats(stream, out);
+    stream_stats(stream, out);
     relo__device_unlock(stream->device);
     return RELO_OK;
 }
@@ -87,7 +88,8 @@ relo_status relo_stats_print(const relo_stats *stats, FILE *f)
     return ferror(f) ? RELO_ERR_BACKEND : RELO_OK;
 }
 
-void relo__stats_json(const relo_stats *stats, FILE *f)
+/* Writes stats as a JSON object (no trailing newline). */
+static void stats_json(const relo_stats *stats, FILE *f)
 {
     const char *sep = "";
     fputc('{', f);
@@ -165,16 +167,16 @@ relo_status relo_device_report_json(relo_device *device, FILE *f)
     relo_stats st;
     relo__device_stats(device, &st);
     fputs("{\"version\": \"" RELO_VERSION_STRING "\", \"stats\": ", f);
-    relo__stats_json(&st, f);
+    stats_json(&st, f);
     fprintf(f, ", \"capacity\": %" PRIu64 ", \"alignment\": %" PRIu64 ", \"max_page_size\": %" PRIu64,
             device->capacity, device->alignment, device->max_page);
     fputs(", \"streams\": [", f);
     for (uint32_t i = 0; i < device->stream_count; i++) {
         const struct relo_stream *s = device->streams[i];
         relo_stats ss;
-        relo__stream_stats(s, &ss);
+        stream_stats(s, &ss);
         fprintf(f, "%s{\"index\": %" PRIu32 ", \"stats\": ", i ? ", " : "", i);
-        relo__stats_json(&ss, f);
+        stats_json(&ss, f);
         const relo_arena *arena = relo__layout_arena(&s->layout);
         fprintf(f, ", \"arena_page_size\": %" PRIu64 ", \"pools\": [", arena ? arena->page_size : 0);
         pool_json_list list = {device, f, 0};

@@ -45,7 +45,11 @@ static void copy_faults(relo_host_desc *to, const relo_host_desc *from)
     to->refuse_copy_after = from->refuse_copy_after;
 }
 
-relo_status relo__hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
+/* Validates desc (NULL = every default), fills *ctx and *props with the
+ * effective values; default_granule stands in for desc->granule == 0.
+ * Returns RELO_OK or RELO_ERR_INVALID_ARGUMENT (max page size below the
+ * alignment, or an alignment whose power-of-two round-up overflows). */
+static relo_status hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
                                 uint64_t default_granule, relo_backend_props *props)
 {
     relo_host_desc zero;
@@ -89,7 +93,7 @@ relo_status relo__hostlike_create(const relo_backend_ops *ops, const relo_host_d
     relo__hostlike *ctx = relo__malloc(sizeof *ctx);
     if (!ctx) return RELO_ERR_HOST_MEMORY;
     relo_backend_props props;
-    relo_status s = relo__hostlike_init(ctx, desc, default_granule, &props);
+    relo_status s = hostlike_init(ctx, desc, default_granule, &props);
     if (s != RELO_OK) {
         relo__free(ctx);
         return s;
@@ -99,7 +103,9 @@ relo_status relo__hostlike_create(const relo_backend_ops *ops, const relo_host_d
     return s;
 }
 
-uint64_t relo__hostlike_charge(const relo__hostlike *ctx, uint64_t size)
+/* What a buffer of size bytes takes from the capacity: size rounded up to
+ * the granule (saturating). */
+static uint64_t hostlike_charge(const relo__hostlike *ctx, uint64_t size)
 {
     uint64_t g = ctx->granule;
     if (g <= 1 || size % g == 0) return size;
@@ -110,7 +116,7 @@ uint64_t relo__hostlike_charge(const relo__hostlike *ctx, uint64_t size)
 relo_status relo__hostlike_alloc_claim(relo__hostlike *ctx, uint64_t size, uint64_t *address)
 {
     if (size == 0 || size > ctx->max_page_size) return RELO_ERR_BACKEND;
-    uint64_t charge = relo__hostlike_charge(ctx, size);
+    uint64_t charge = hostlike_charge(ctx, size);
     uint64_t mask = ctx->address_alignment - 1, span = 0;
     if (address) {
         if (size > UINT64_MAX - mask) return RELO_ERR_OUT_OF_MEMORY;
@@ -145,7 +151,7 @@ relo_status relo__hostlike_alloc_claim(relo__hostlike *ctx, uint64_t size, uint6
 void relo__hostlike_alloc_unclaim(relo__hostlike *ctx, uint64_t size)
 {
     relo__lock_acquire(&ctx->lock);
-    uint64_t charge = relo__hostlike_charge(ctx, size);
+    uint64_t charge = hostlike_charge(ctx, size);
     ctx->counts.allocs--;
     ctx->counts.bytes_held = ctx->counts.bytes_held >= charge ? ctx->counts.bytes_held - charge : 0;
     ctx->allocs_since_faults--;
@@ -158,7 +164,7 @@ void relo__hostlike_free_done(relo__hostlike *ctx, uint64_t size)
     ctx->counts.frees++;
     /* A size that does not match the alloc is a core bug; saturating keeps
      * the count meaningful enough for the test that will catch it. */
-    uint64_t charge = relo__hostlike_charge(ctx, size);
+    uint64_t charge = hostlike_charge(ctx, size);
     ctx->counts.bytes_held = ctx->counts.bytes_held >= charge ? ctx->counts.bytes_held - charge : 0;
     relo__lock_release(&ctx->lock);
 }

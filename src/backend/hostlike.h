@@ -45,25 +45,12 @@ typedef struct relo__hostlike {
 #define RELO_HOSTLIKE_HOST_GRANULE UINT64_C(1)
 
 /*
- * Validates desc (NULL = every default), fills *ctx and *props with the
- * effective values; default_granule stands in for desc->granule == 0. Returns RELO_OK or RELO_ERR_INVALID_ARGUMENT (max page
- * size below the alignment, or an alignment whose power-of-two round-up
- * overflows).
- */
-relo_status relo__hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
-                                uint64_t default_granule, relo_backend_props *props);
-
-/*
  * Allocates a context with relo__malloc, initialises it from desc and wraps
  * it with ops into a backend. On failure the context is freed and *out is
  * untouched. Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT, RELO_ERR_HOST_MEMORY.
  */
 relo_status relo__hostlike_create(const relo_backend_ops *ops, const relo_host_desc *desc,
                                   uint64_t default_granule, relo_backend **out);
-
-/* What a buffer of size bytes takes from the capacity: size rounded up to
- * the granule (saturating). */
-uint64_t relo__hostlike_charge(const relo__hostlike *ctx, uint64_t size);
 
 /*
  * Decides whether an alloc of size bytes may be served and, if so, counts

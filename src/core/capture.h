@@ -22,8 +22,6 @@ typedef enum relo_capture_state {
     RELO_CAPTURE_STATE_COUNT
 } relo_capture_state;
 
-const char *relo__capture_state_name(relo_capture_state state);
-
 /*
  * A recording guards a touched page of another stream's pool at once, not
  * at the end: that stream may release an allocation the recording resolved

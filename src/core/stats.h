@@ -24,14 +24,10 @@ void relo__stats_allocated(struct relo_stream *stream, uint64_t size);
  *  lock is held. Never fails. */
 void relo__stats_freed(struct relo_stream *stream, uint64_t size);
 
-/** Fills out for one stream (gauges from its pools, its counters). */
-void relo__stream_stats(const struct relo_stream *stream, relo_stats *out);
 
 /** Fills out for the device: gauges summed over streams, the device's own
  *  counters (which outlive destroyed streams) and peak. */
 void relo__device_stats(const struct relo_device *device, relo_stats *out);
 
-/** Writes stats as a JSON object (no trailing newline). */
-void relo__stats_json(const relo_stats *stats, FILE *f);
 
 #endif /* RELO_STATS_H */

@@ -228,17 +228,6 @@ uint64_t relo__compact_plan(relo_pass *pass, struct relo_stream *only, uint64_t 
     return emptied;
 }
 
-uint64_t relo__compact(relo_device *d, relo_pool *pool, uint64_t want, bool repaginate, relo_reason reason)
-{
-    relo__pass_settle(d);
-    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE) return 0;
-    relo_pass pass;
-    relo__pass_begin(&pass, d, reason);
-    uint64_t emptied = pool ? plan_pool(&pass, pool, NULL, want, repaginate) : relo__compact_plan(&pass, NULL, want, repaginate);
-    bool moved = relo__pass_finish(&pass);
-    return moved ? emptied : 0;
-}
-
 /* Gives back the empty pages of the dense pools of one stream (only) or of
  * every stream while the device holds more than live + keep bytes (keep 0:
  * every one); adds the bytes given back to *released. Within a threshold

@@ -285,17 +285,6 @@ void relo__relocation_plan(relo_pass *pass, relo_stream *only)
     for (uint32_t i = first; i < end; i++) plan_arena(d->streams[i], pass);
 }
 
-const char *relo__move_fate_name(relo_move_fate fate)
-{
-    switch (fate) {
-    case RELO_FATE_PLANNED: return "PLANNED";
-    case RELO_FATE_SKIPPED: return "SKIPPED";
-    case RELO_FATE_DROPPED: return "DROPPED";
-    case RELO_FATE_COUNT: break;
-    }
-    return "UNKNOWN";
-}
-
 /* Waits for the device's work: the streams' finishes, and the backend's
  * device-wide wait unless every stream has a finish. */
 static relo_status wait_for_work(relo_device *d, const relo_pass *pass)
@@ -633,6 +622,16 @@ bool relo__relocation_allowed(const relo_device *d)
            d->desc.layout == RELO_LAYOUT_ADAPTIVE;
 }
 
+/* Records that a relocation of this arena found nothing to move. */
+static void trigger_stall(relo_arena *arena)
+{
+    arena->stalled = true;
+    arena->stall = relo__arena_shape(arena);
+}
+
+/* Clears the stall (something moved). */
+static void trigger_unstall(relo_arena *arena) { arena->stalled = false; }
+
 bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
 {
     relo__pass_settle(d);
@@ -655,9 +654,9 @@ bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
         if (!a)
             continue;
         if (moved)
-            relo__trigger_unstall(a);
+            trigger_unstall(a);
         else if (relo__arena_has_outdated(a))
-            relo__trigger_stall(a);
+            trigger_stall(a);
     }
     return moved;
 }
@@ -674,22 +673,6 @@ void relo__relocate_when_wanted(relo_stream *stream)
 }
 
 /* ---- the trigger (design §6.1): whether a reservation should relocate first ---- */
-
-const char *relo__reason_name(relo_reason reason)
-{
-    switch (reason) {
-    case RELO_REASON_NONE: return "RELO_REASON_NONE";
-    case RELO_REASON_EXPLICIT: return "RELO_REASON_EXPLICIT";
-    case RELO_REASON_MEMORY_PRESSURE: return "RELO_REASON_MEMORY_PRESSURE";
-    case RELO_REASON_ARENA_FULL: return "RELO_REASON_ARENA_FULL";
-    case RELO_REASON_CAPTURE: return "RELO_REASON_CAPTURE";
-    case RELO_REASON_COMPACT: return "RELO_REASON_COMPACT";
-    case RELO_REASON_RUNTIME: return "RELO_REASON_RUNTIME";
-    case RELO_REASON_THRESHOLD: return "RELO_REASON_THRESHOLD";
-    case RELO_REASON_COUNT: break;
-    }
-    return "RELO_REASON_UNKNOWN";
-}
 
 bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page)
 {
@@ -717,10 +700,3 @@ relo_reason relo__trigger(struct relo_stream *stream)
                                                                     : RELO_REASON_NONE;
 }
 
-void relo__trigger_stall(relo_arena *arena)
-{
-    arena->stalled = true;
-    arena->stall = relo__arena_shape(arena);
-}
-
-void relo__trigger_unstall(relo_arena *arena) { arena->stalled = false; }

@@ -27,8 +27,6 @@ typedef enum relo_move_fate {
     RELO_FATE_COUNT
 } relo_move_fate;
 
-const char *relo__move_fate_name(relo_move_fate fate);
-
 /** One move of a pass: an allocation's slot, its source and its target.
  *  A slide (dst NULL, slide.c) moves the allocation down its own page to
  *  offset slide_to, over free room and possibly over its own bytes; its
@@ -278,11 +276,7 @@ static inline bool relo__pass_is_slide(const relo_device *device, const relo_sli
  *  MEMORY_PRESSURE. */
 relo_reason relo__trigger(struct relo_stream *stream);
 
-/** Records that a relocation of this arena found nothing to move. */
-void relo__trigger_stall(relo_arena *arena);
 
-/** Clears the stall (something moved). */
-void relo__trigger_unstall(relo_arena *arena);
 
 /** The pressure rule: held + page > capacity - page (saturating). */
 bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
@@ -297,23 +291,6 @@ bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
  *
  * Called with the device lock held.
  */
-
-/**
- * One compaction pass over pool (non-NULL), or over every dense pool of
- * every stream (NULL). Stops once the pages it plans to empty add up to
- * want bytes, or at the pass's bounds. With reason EXPLICIT (a reclaim)
- * only pages at most 2/3 full are sources; otherwise any page that can be
- * emptied is. Targets go into the free room of
- * denser pages; with repaginate, the allocations of a page of a variable-
- * page pool may also move to new pages of their own size when that gives
- * back at least a granule (outside memory pressure, a run that the granule
- * would strand a tail of gets a page with room for a second such run).
- * Emptied pages stay with their pool (empty,
- * serving again); a cleanup gives them back.
- * Returns the bytes of pages emptied (0: nothing moved).
- */
-uint64_t relo__compact(relo_device *device, relo_pool *pool, uint64_t want, bool repaginate,
-                       relo_reason reason);
 
 /**
  * Plans compaction of the dense pools of one stream (only non-NULL) or of
@@ -403,13 +380,6 @@ bool relo__compact_merge_tails(relo_device *device, relo_pool *pool, uint64_t le
  * Called with the device lock held.
  */
 
-/**
- * Plans the slides that pack page (a page of pass's device that serves, with
- * only movable live allocations) toward its start, fencing it in pass (a
- * slide pass: pass->slides). Returns false, with nothing planned and the
- * page not fenced, when nothing would move or host memory ran out.
- */
-bool relo__slide_plan_page(struct relo_pass *pass, relo_page *page);
 
 /**
  * For a request of length bytes the device refused a page for, in pool (a

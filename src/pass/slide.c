@@ -48,7 +48,13 @@ static uint64_t slide_cost(const relo_page *page)
     return copy;
 }
 
-bool relo__slide_plan_page(relo_pass *pass, relo_page *page)
+/*
+ * Plans the slides that pack page (a page of pass's device that serves, with
+ * only movable live allocations) toward its start, fencing it in pass (a
+ * slide pass: pass->slides). Returns false, with nothing planned and the
+ * page not fenced, when nothing would move or host memory ran out.
+ */
+static bool slide_plan_page(relo_pass *pass, relo_page *page)
 {
     RELO_ASSERT(pass->slides);
     if (!relo__pass_fence(pass, page)) return false;
@@ -93,7 +99,7 @@ bool relo__slide_make_room(relo_device *d, relo_pool *pool, uint64_t length)
     for (uint32_t i = 0; i < n; i++) {
         if (one_page && c[i].free_bytes < length) continue;
         if (relo__pass_full(&pass, c[i].copy_bytes)) break;
-        if (relo__slide_plan_page(&pass, c[i].page) && one_page) break;
+        if (slide_plan_page(&pass, c[i].page) && one_page) break;
     }
     relo__free(c);
     return relo__pass_finish(&pass);

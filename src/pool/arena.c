@@ -25,7 +25,8 @@ relo_pool *relo__arena_current(const relo_arena *arena)
     return arena->current >= 0 ? arena->slots[arena->current] : NULL;
 }
 
-relo_fit relo__arena_fit(const relo_arena *arena, uint64_t size, uint64_t *grow_page)
+/* Classifies a request; *grow_page gets the page size a growth would use. */
+static relo_fit arena_fit(const relo_arena *arena, uint64_t size, uint64_t *grow_page)
 {
     uint64_t alignment = arena->home->alignment, max_page = arena->home->max_page;
     uint64_t needed;
@@ -96,7 +97,7 @@ static relo_status grow(relo_arena *arena, uint64_t size, uint64_t page,
 relo_status relo__arena_reserve(relo_arena *arena, uint64_t size,
                                 uint32_t slot, bool allow_new_page, relo_slice **out)
 {
-    /* The current pages take it (RELO_FIT_FITS, as relo__arena_fit
+    /* The current pages take it (RELO_FIT_FITS, as arena_fit
      * would find, every arena page being at most the largest): padded
      * once, here. */
     relo_pool *current = relo__arena_current(arena);
@@ -105,7 +106,7 @@ relo_status relo__arena_reserve(relo_arena *arena, uint64_t size,
         return relo__sliced_reserve_padded(current, size, needed, slot, RELO_SLICE_LIVE,
                                            allow_new_page ? RELO_NEW_PAGE_POOL_RULE : RELO_NEW_PAGE_NONE, out);
     uint64_t page = 0;
-    switch (relo__arena_fit(arena, size, &page)) {
+    switch (arena_fit(arena, size, &page)) {
     case RELO_FIT_FITS:
         return relo__sliced_reserve(relo__arena_current(arena), size, slot, RELO_SLICE_LIVE,
                                     allow_new_page, out);

@@ -46,8 +46,6 @@ typedef enum relo_fit {
 
 void relo__arena_init(relo_arena *arena, const relo_pool_home *home);
 
-/** Classifies a request; *grow_page gets the page size a growth would use. */
-relo_fit relo__arena_fit(const relo_arena *arena, uint64_t size, uint64_t *grow_page);
 
 /**
  * Reserves size bytes in the arena for slot (state LIVE) or as a relocation

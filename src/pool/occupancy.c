@@ -113,7 +113,9 @@ void relo__occupancy_mark(relo_occupancy *occ, relo_page *page)
     if (++occ->dirty_count > RELO_OCC_TOUCHED_MAX) settle_oldest(occ);
 }
 
-void relo__occupancy_settle(relo_pool *pool)
+/* Brings the index of pool up to date with every page touched since the
+ *  last settle. O(pages touched). */
+static void occupancy_settle(relo_pool *pool)
 {
     relo_occupancy *occ = &pool->occupancy;
     while (occ->dirty) settle_oldest(occ);
@@ -121,7 +123,7 @@ void relo__occupancy_settle(relo_pool *pool)
 
 uint64_t relo__occupancy_room(relo_pool *pool)
 {
-    relo__occupancy_settle(pool);
+    occupancy_settle(pool);
     return pool->occupancy.room;
 }
 

@@ -101,9 +101,6 @@ static inline void relo__occupancy_touch(relo_occupancy *occ, relo_page *page)
     relo__occupancy_mark(occ, page);
 }
 
-/** Brings the index of pool up to date with every page touched since the
- *  last settle. O(pages touched). */
-void relo__occupancy_settle(struct relo_pool *pool);
 
 /** Free bytes of the pages of pool that serve (no guard, no fence), with
  *  the index settled first: the one way to read the room. */

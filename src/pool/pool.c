@@ -10,6 +10,8 @@
 
 #include "base/hostmem.h"
 
+static void pool_free_page_push(relo_pool *pool, relo_page *page);
+
 const char *relo__pool_kind_name(relo_pool_kind kind)
 {
     switch (kind) {
@@ -168,7 +170,10 @@ static void detach(relo_pool *pool, relo_page *page, relo_buffer_free *out, bool
     relo__page_delete(pool->home->slab, page);
 }
 
-void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *out)
+/* As relo__pool_page_release, but the buffer is handed to the caller to
+ *  free with the backend later (without the device lock); the bookkeeping
+ *  (bytes reserved, counters) already says it is gone. */
+static void pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *out)
 {
     RELO_ASSERT(page->occupied == 0 && page->guards == 0 && !page->pending && !page->fenced && !page->transfers);
     detach(pool, page, out, pool->kind == RELO_POOL_SLICED);
@@ -184,7 +189,7 @@ static void free_buffer(relo_pool *pool, const relo_buffer_free *b)
 void relo__pool_page_release(relo_pool *pool, relo_page *page)
 {
     relo_buffer_free b;
-    relo__pool_page_detach(pool, page, &b);
+    pool_page_detach(pool, page, &b);
     free_buffer(pool, &b);
 }
 
@@ -202,7 +207,7 @@ void relo__pool_page_collect(relo_pool *pool, relo_page *page, relo_buffer_batch
         batch->bufs = b;
         batch->cap = cap;
     }
-    relo__pool_page_detach(pool, page, &batch->bufs[batch->count++]);
+    pool_page_detach(pool, page, &batch->bufs[batch->count++]);
 }
 
 /* Gives back every empty page of a sliced pool that nothing holds (no
@@ -338,7 +343,7 @@ RELO_NOINLINE static void free_unsliced(relo_pool *pool, relo_slice *slice)
     case RELO_POOL_EXCLUSIVE:
     case RELO_POOL_PERSISTENT:
         /* Reuse decides its fate. */
-        relo__pool_free_page_push(pool, page);
+        pool_free_page_push(pool, page);
         break;
     case RELO_POOL_DEDICATED:
         if (page->guards == 0) relo__pool_queue_release(pool, page);
@@ -437,7 +442,9 @@ void relo__pool_page_unfence(relo_pool *pool, relo_page *page)
     after_back_in_service(pool, page);
 }
 
-void relo__pool_free_page_push(relo_pool *pool, relo_page *page)
+/* Adds a page with no allocation to the free-page list (exclusive,
+ *  persistent). */
+static void pool_free_page_push(relo_pool *pool, relo_page *page)
 {
     if (page->on_free_list) return;
     page->on_free_list = true;

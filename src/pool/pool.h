@@ -151,10 +151,6 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
 /** Gives an empty, unguarded page back to the backend. Never fails. */
 void relo__pool_page_release(relo_pool *pool, relo_page *page);
 
-/** As relo__pool_page_release, but the buffer is handed to the caller to
- *  free with the backend later (without the device lock); the bookkeeping
- *  (bytes reserved, counters) already says it is gone. */
-void relo__pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *out);
 
 /** Buffers a relo_buffer_batch holds before it needs the heap: the pages a
  *  trim or a cleanup usually gives back at once. */
@@ -240,9 +236,6 @@ void relo__pool_page_unguard(relo_pool *pool, relo_page *page);
 void relo__pool_page_fence(relo_pool *pool, relo_page *page);
 void relo__pool_page_unfence(relo_pool *pool, relo_page *page);
 
-/** Adds a page with no allocation to the free-page list (exclusive,
- *  persistent). */
-void relo__pool_free_page_push(relo_pool *pool, relo_page *page);
 
 /** What the layers above check of a pool's live slices and pages as
  *  relo__pool_check walks them (check.c: the open pass, the handles). */
