@@ -8,7 +8,7 @@
  *    relo / malloc. Target: <= 100 ns per pair. Beside them, in the
  *    same rounds, what the pair's two calls spend on the device lock
  *    alone: two uncontended acquire + release pairs of relo's lock
- *    (lock.h), and its share of the pair. Allocators that take no lock
+ *    (src/base/lock.h), and its share of the pair. Allocators that take no lock
  *    (a VMA virtual block, OffsetAllocator) do not pay it. Back to back,
  *    each acquire waits for the release just before it to drain, so where
  *    the lock releases by store this is more than a real call pays, whose

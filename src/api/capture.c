@@ -1,5 +1,5 @@
 /*
- * capture.c — graph capture and guards (design §7). The graph that will
+ * api/capture.c — graph capture and guards (design §7). The graph that will
  * hold the guards is made at begin, and touched pages are appended to it as
  * they are resolved, so sealing a recording cannot fail.
  */

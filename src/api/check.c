@@ -1,5 +1,5 @@
 /*
- * check.c — relo_device_check: the invariants of design §9 over the whole
+ * api/check.c — relo_device_check: the invariants of design §9 over the whole
  * device. Tests and fuzzers call it every N operations; it costs time
  * linear in the slices held.
  */

@@ -1,5 +1,5 @@
 /*
- * device.c — the public calls on the device: creation and destruction,
+ * api/device.c — the public calls on the device: creation and destruction,
  * streams, the life of a handle (reserve, retain, release, resolve, pin,
  * read, write). Each takes the device lock once and calls into the layers
  * below, which own the work (HACKING.md).
@@ -256,7 +256,7 @@ relo_status relo_resolve(relo_stream *stream, relo_handle handle, relo_binding *
 
 relo_status relo_pin(relo_stream *stream, relo_handle handle, relo_binding *out)
 {
-    /* Without the lock as relo_resolve, on the slot's count (handle.h says
+    /* Without the lock as relo_resolve, on the slot's count (mem/handle.h says
      * how a pass that opens meanwhile sees it). */
     if (stream && out && !atomic_load_explicit(&stream->capture.recording, memory_order_relaxed) &&
         relo__handle_pin_fast(&stream->device->handles, handle, out))

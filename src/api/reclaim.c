@@ -1,5 +1,5 @@
 /*
- * reclaim.c — the public calls that give memory back: relo_reclaim and
+ * api/reclaim.c — the public calls that give memory back: relo_reclaim and
  * relo_reclaim_device (move live allocations, then give back what that
  * emptied: policy/steps.c) and relo_trim (give back empty pages only:
  * pass/trim.c).

@@ -1,7 +1,7 @@
 /*
- * runtime_pass.c — relocation passes the runtime drives (relo.h, "Relocation
+ * api/runtime_pass.c — relocation passes the runtime drives (relo.h, "Relocation
  * passes the runtime drives"). The pass is the same object relo's own
- * relocation and compaction use (relocation.h): this file plans it the way a
+ * relocation and compaction use (pass/relocation.h): this file plans it the way a
  * reclaim would, opens it, hands its moves to the runtime and closes it with
  * the outcome the runtime reports. Everything but the copy holds the device
  * lock; relo_pass_copy drops it, as relo's own passes do.

@@ -1,5 +1,5 @@
 /*
- * stats.c — relo_stats from pool gauges and event counters, the text and
+ * api/stats.c — relo_stats from pool gauges and event counters, the text and
  * JSON writers, and relo_device_report_json. All of them walk the same
  * X-macro list from relo.h.
  */

@@ -1,5 +1,5 @@
 /*
- * stream.c — the public calls on a stream's mode window: relo_mode_push and
+ * api/stream.c — the public calls on a stream's mode window: relo_mode_push and
  * relo_mode_pop.
  */
 #include "core/device.h"

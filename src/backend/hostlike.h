@@ -23,7 +23,7 @@
 /* The context of a host or sim backend (see above for who writes what). */
 typedef struct relo__hostlike {
     relo_lock lock;                /* bytes held, the alloc and free counts, allocs_since_faults,
-                                      next_address; relo's own lock (lock.h), whose uncontended
+                                      next_address; relo's own lock (base/lock.h), whose uncontended
                                       take and give are a compare-exchange and an exchange
                                       where glibc's mutex pair costs about 33 instructions: a
                                       page the dense policy takes and gives back pays two */

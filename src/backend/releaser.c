@@ -1,5 +1,5 @@
 /*
- * releaser.c — the device's release thread (see releaser.h).
+ * backend/releaser.c — the device's release thread (see backend/releaser.h).
  */
 #include "backend/releaser.h"
 

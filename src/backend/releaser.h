@@ -1,6 +1,6 @@
 /*
- * releaser.h — a thread of the device's own that gives page buffers back to
- * the backend (RELO_RELEASE_THREAD). Freeing a large buffer can cost as
+ * backend/releaser.h — a thread of the device's own that gives page buffers
+ * back to the backend (RELO_PAGE_FREE_THREAD). Freeing a large buffer can cost as
  * much as copying it (a driver unmapping host pages, cuMemFree's implicit
  * synchronisation); with the releaser, the thread whose relocation or
  * reclaim emptied the pages goes on while they go back.

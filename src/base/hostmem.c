@@ -1,6 +1,6 @@
 /*
- * hostmem.c — the one path for relo's own host allocations, with a
- * process-wide fault injector for tests (see hostmem.h).
+ * base/hostmem.c — the one path for relo's own host allocations, with a
+ * process-wide fault injector for tests (see base/hostmem.h).
  */
 #include "base/hostmem.h"
 

@@ -1,5 +1,5 @@
 /*
- * hostmem.h — every host allocation relo makes for its own bookkeeping goes
+ * base/hostmem.h — every host allocation relo makes for its own bookkeeping goes
  * through these wrappers, so a test can make the Nth one fail and check that
  * relo reports RELO_ERR_HOST_MEMORY cleanly, leaking nothing.
  */

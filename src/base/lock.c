@@ -1,5 +1,5 @@
 /*
- * lock.c — the paths of relo's lock (lock.h) that are not inlined: the
+ * base/lock.c — the paths of relo's lock (base/lock.h) that are not inlined: the
  * contended acquire, which spins and then sleeps on a futex, the wake of
  * a sleeper, and the condition wait; or, without futexes, the pthread
  * fallback's set-up and waits.
@@ -116,7 +116,7 @@ void relo__lock_destroy(relo_lock *lock) { (void)lock; }
  * it. Then the thread sleeps until it takes the lock.
  *
  * Released by store, the thread counts itself among the sleepers, makes
- * every other thread pass a barrier (lock.h says why that cannot lose the
+ * every other thread pass a barrier (base/lock.h says why that cannot lose the
  * wake), and sleeps while the word reads 1, taking the lock by a
  * compare-exchange each time it wakes. Any release after the count reads
  * it and wakes a sleeper; a release that read it before wrote its 0 before

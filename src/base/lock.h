@@ -1,6 +1,6 @@
 /*
- * lock.h — relo's own mutex and condition wait, used for the device lock
- * and the wait for an open pass to close (device.h: lock, pass_done).
+ * base/lock.h — relo's own mutex and condition wait, used for the device lock
+ * and the wait for an open pass to close (core/device.h: lock, pass_done).
  *
  * Every public call takes the device lock, almost always uncontended; with
  * glibc's pthread_mutex_lock + unlock that pair cost about 33 instructions,
@@ -89,7 +89,7 @@ typedef struct relo_cond {
                           protected by the lock the waits pass */
 } relo_cond;
 
-/* The paths that may sleep or wake, out of line (lock.c). */
+/* The paths that may sleep or wake, out of line (base/lock.c). */
 void relo__lock_acquire_slow(relo_lock *lock);
 void relo__lock_wake(relo_lock *lock);
 

@@ -1,5 +1,5 @@
 /*
- * reason.h — why a relocation or compaction pass runs (design §6.2). The
+ * base/reason.h — why a relocation or compaction pass runs (design §6.2). The
  * reason decides which pages a pass may take as targets, and is logged and
  * counted with it.
  */

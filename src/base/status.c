@@ -1,5 +1,5 @@
 /*
- * status.c — names and sentences of relo_status (generated from the X-macro
+ * base/status.c — names and sentences of relo_status (generated from the X-macro
  * list in relo.h, so they cannot drift) and the names of the other public
  * enums.
  */

@@ -1,5 +1,5 @@
 /*
- * util.h — small arithmetic helpers shared by every module: overflow-safe
+ * base/util.h — small arithmetic helpers shared by every module: overflow-safe
  * rounding, min/max, and the graded debug level (RELO_DEBUG 0–3, a CMake
  * cache variable) exposed as a constant so debug code stays type-checked in every
  * build.

@@ -1,5 +1,5 @@
 /*
- * capture.h — graph capture (design §7): per-stream states IDLE → PREPARED
+ * core/capture.h — graph capture (design §7): per-stream states IDLE → PREPARED
  * → RECORDING → IDLE, the pages a recording touches, and the guards a
  * sealed graph holds on them.
  *

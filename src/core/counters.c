@@ -1,5 +1,5 @@
 /*
- * counters.c — the allocation counters every stream and the device keep
+ * core/counters.c — the allocation counters every stream and the device keep
  * (bytes and allocations in all, peaks), updated as allocations come and go.
  */
 #include "core/device.h"

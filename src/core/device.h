@@ -1,5 +1,5 @@
 /*
- * device.h — the device: the backend, the handle table, the slab of slice
+ * core/device.h — the device: the backend, the handle table, the slab of slice
  * nodes, the streams, the list of pages waiting to go back, and the one
  * lock every public call takes.
  *
@@ -26,11 +26,11 @@
 typedef void (*relo__move_hook)(void *user, relo_handle handle, uint64_t size);
 
 struct relo_device {
-    relo_lock lock;                 /* lock.h: cheaper than a pthread mutex uncontended */
+    relo_lock lock;                 /* base/lock.h: cheaper than a pthread mutex uncontended */
     relo_cond pass_done;            /* broadcast when the open pass closes; waits pass lock */
     struct relo_pass *open_pass;    /* the one pass open now, or NULL */
     relo_device_desc desc;          /* effective: defaults resolved */
-    const relo_layout_ops *layout;  /* every stream's, picked from desc (layout.h) */
+    const relo_layout_ops *layout;  /* every stream's, picked from desc (layout/layout.h) */
     relo_backend *backend;
     uint64_t alignment;             /* backend's */
     uint64_t max_page;              /* backend's, rounded down to the alignment */
@@ -52,14 +52,14 @@ struct relo_device {
 
     relo_held held;                 /* every page held, every stream; counters outlive streams */
     uint64_t trim_stuck;            /* empty bytes the last automatic trim could not give back */
-    uint64_t pack_moved;            /* requested bytes moved by packing nothing waited on (steps.c) */
+    uint64_t pack_moved;            /* requested bytes moved by packing nothing waited on (policy/steps.c) */
     uint64_t pack_retry_at;         /* after packing past the threshold moved nothing: bytes
                                        allocated in all before it is tried again, ... */
-    uint64_t pack_stuck;            /* ... unless more than this is held past it (steps.c) */
+    uint64_t pack_stuck;            /* ... unless more than this is held past it (policy/steps.c) */
     uint64_t peak_bytes_in_use;     /* highest bytes_allocated_total - bytes_freed_total */
 
     uint64_t relocation_passes;     /* passes started */
-    uint64_t layout_live_peak;      /* most bytes live the layout saw at a new page (layout.h) */
+    uint64_t layout_live_peak;      /* most bytes live the layout saw at a new page (layout/layout.h) */
     uint64_t held_sums;             /* times bytes held were summed (trigger) */
     relo_reason last_reason;
     relo__move_hook move_hook;

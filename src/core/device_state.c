@@ -1,5 +1,5 @@
 /*
- * device_state.c — the bottom of the device that every layer above uses:
+ * core/device_state.c — the bottom of the device that every layer above uses:
  * the lock (and the log lines sent when it drops), the queue of emptied
  * pages and its cleanup, freeing page buffers without the lock, and the
  * bytes held across streams.

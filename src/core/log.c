@@ -1,5 +1,5 @@
 /*
- * log.c — formats log lines for the user's callback (see log.h).
+ * core/log.c — formats log lines for the user's callback (see core/log.h).
  */
 #include "core/log.h"
 

@@ -1,5 +1,5 @@
 /*
- * log.h — relo prints nothing itself: log lines go to the callback in the
+ * core/log.h — relo prints nothing itself: log lines go to the callback in the
  * device desc, formatted here.
  */
 #ifndef RELO_LOG_H

@@ -1,6 +1,6 @@
 /*
- * stats.h — the functions that count events per stream and per device
- * (the counters themselves, relo_counters, are pool.h's) and fill
+ * core/stats.h — the functions that count events per stream and per device
+ * (the counters themselves, relo_counters, are pool/pool.h's) and fill
  * relo_stats and write reports from one X-macro list (RELO_STATS_LIST in
  * relo.h), so the struct, the text and the JSON cannot drift apart.
  */

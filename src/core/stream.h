@@ -1,6 +1,6 @@
 /*
- * stream.h — one stream's memory: its persistent, dedicated and tiny
- * pools, its dynamic memory in the device's layout (layout.h), its mode
+ * core/stream.h — one stream's memory: its persistent, dedicated and tiny
+ * pools, its dynamic memory in the device's layout (layout/layout.h), its mode
  * windows and its capture state.
  * Memory reserved on a stream always returns to that stream's pools.
  *
@@ -24,17 +24,17 @@ struct relo_stream {
     uint8_t modes[RELO_MODE_DEPTH];  /* open mode windows, innermost last */
     uint32_t mode_depth;
 
-    relo_pool_home home;             /* what every pool of the stream needs (pool.h) */
+    relo_pool_home home;             /* what every pool of the stream needs (pool/pool.h) */
     relo_pool persistent;
     relo_pool dedicated;
     relo_pool tiny;                  /* size 0 */
-    relo_stream_layout layout;       /* the rest: the device's layout (layout.h) */
+    relo_stream_layout layout;       /* the rest: the device's layout (layout/layout.h) */
 
     relo_capture capture;
     relo_finish_fn finish;           /* the runtime's wait for this stream's work; NULL = none */
     void *finish_user;
-    relo_held held;                  /* pages held and backend calls, by pool.c; the rest of
-                                        the counters by stats.c and relocation.c */
+    relo_held held;                  /* pages held and backend calls, by pool/pool.c; the rest of
+                                        the counters by core/counters.c and pass/relocation.c */
     uint64_t relocation_pass;        /* last pass that counted this stream */
     uint64_t peak_bytes_in_use;      /* highest bytes_allocated_total - bytes_freed_total */
 };

@@ -1,5 +1,5 @@
 /*
- * stream_state.c — one stream's pools: their setup for the device's layout,
+ * core/stream_state.c — one stream's pools: their setup for the device's layout,
  * the one walk over them, their counts, and giving every page back.
  */
 #include "core/stream.h"

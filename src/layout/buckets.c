@@ -1,9 +1,9 @@
 /*
- * layout_buckets.c — RELO_LAYOUT_EXCLUSIVE (layout.h): 24 exclusive pools
+ * layout/buckets.c — RELO_LAYOUT_EXCLUSIVE (layout/layout.h): 24 exclusive pools
  * whose page sizes are spaced evenly in log scale from 32 KiB to the
  * device's largest page. A reservation takes the smallest bucket with a
  * free page that fits, else a new page in the smallest bucket that accepts
- * its size. Pages are reused whole; the suspicion rule (unsliced_pool.c)
+ * its size. Pages are reused whole; the suspicion rule (pool/unsliced_pool.c)
  * gives back those that look unused.
  */
 #include "layout/layout.h"

@@ -1,7 +1,7 @@
 /*
- * layout_dense.c — the dense policy's layout (layout.h, docs/placement.md):
+ * layout/dense.c — the dense policy's layout (layout/layout.h, docs/placement.md):
  * dynamic memory carved as a fine-grained caching allocator would, best fit
- * in two pools by size, and packed by compaction (compaction.c) when the
+ * in two pools by size, and packed by compaction (pass/compaction.c) when the
  * device refuses a page, on relo_reclaim, and before a pool takes a new
  * page while its free room is scattered. It places everything as such an
  * allocator would until the moment it would fail, and then still has a

@@ -1,21 +1,22 @@
 /*
- * layout.h — how a stream's dynamic memory (RELO_MODE_AUTO, size > 0) is
+ * layout/layout.h — how a stream's dynamic memory (RELO_MODE_AUTO, size > 0) is
  * carved into pools: the layouts, one file each behind one table of
  * operations, and the one place the device's desc picks among them.
  *
- *   adaptive   (layout_adaptive.c) the seed policy: sizes ≤ 64 KiB in the
+ *   adaptive   (layout/adaptive.c) the seed policy: sizes ≤ 64 KiB in the
  *              small pool (8 MiB pages, first fit), the rest in the arena
- *              (arena.h: one sliced pool per page size grown through);
- *   dense      (layout_dense.c) the dense policy (docs/placement.md): best fit
+ *              (pool/arena.h: one sliced pool per page size grown through);
+ *   dense      (layout/dense.c) the dense policy (docs/placement.md): best fit
  *              in a fine and a large pool whose pages follow the workload;
- *   buckets    (layout_buckets.c) RELO_LAYOUT_EXCLUSIVE: 24 exclusive
+ *   buckets    (layout/buckets.c) RELO_LAYOUT_EXCLUSIVE: 24 exclusive
  *              pools of sizes spaced evenly in log scale.
  *
  * A layout knows pools and nothing above them: it gets its pools' home at
- * init. What moves and when (relocation.c for the adaptive arena's outdated
- * pages, compaction.c for dense) lives in the layer above and asks the
- * layout through the table; the persistent, dedicated and tiny pools every
- * stream has are the stream's (stream.c).
+ * init. What moves (pass/relocation.c for the adaptive arena's outdated
+ * pages, pass/compaction.c for dense) and when (policy/steps.c) lives in
+ * the folders above and asks the layout through the table; the
+ * persistent, dedicated and tiny pools every stream has are the stream's
+ * (core/stream.h).
  *
  * Protected by: the device lock.
  */

@@ -1,7 +1,7 @@
 /*
- * free_index.c — the free-slice index of a sliced pool (see free_index.h):
+ * mem/free_index.c — the free-slice index of a sliced pool (see mem/free_index.h):
  * size classes with two-level bitmaps, or the address treap of
- * free_tree.c. Class lists link through the slice's left (previous) and
+ * mem/free_tree.c. Class lists link through the slice's left (previous) and
  * right (next) fields, which the treap uses for its children: a pool has
  * one rule, so a slice is in one structure or the other.
  */

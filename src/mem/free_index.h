@@ -1,5 +1,5 @@
 /*
- * free_index.h — the free slices of one sliced pool, indexed for the
+ * mem/free_index.h — the free slices of one sliced pool, indexed for the
  * pool's placement rule:
  *   - by size (best fit, the dense policy): segregated size classes with
  *     two-level bitmaps, as TLSF has them. The first level is the power of
@@ -11,11 +11,11 @@
  *     it, found with two bit scans. No tree, no walk over the pool.
  *   - by address (address-ordered first fit, the seed policy's small and
  *     arena pools, whose placement counts on the lowest page
- *     and lowest address that fits): the treap of free_tree.c (below), the one
+ *     and lowest address that fits): the treap of mem/free_tree.c (below), the one
  *     structure that answers "lowest address with room for n" in
  *     O(log n).
  * Free neighbours are never found through the index: every page keeps its
- * slices in an address-ordered list (page.h), which is where merging looks.
+ * slices in an address-ordered list (mem/page.h), which is where merging looks.
  * A slice's offset and length change while it is indexed only by a carve
  * or a merge, which calls relo__free_index_refresh at once.
  *
@@ -37,7 +37,7 @@
  * 63 has first level 63 - RELO_FREE_SL_LOG + 1, so one more than that. */
 #define RELO_FREE_FL_MAX (64u - RELO_FREE_SL_LOG + 1u)
 
-/* ---- the address treap (free_tree.c) ---------------------------------------
+/* ---- the address treap (mem/free_tree.c) -----------------------------------
  * The free slices of a first-fit pool in a treap keyed by (page order,
  * offset) and augmented with the largest length in each subtree: the
  * lowest page and lowest address that fits (which keeps later pages empty
@@ -46,7 +46,7 @@
  * below allows. */
 
 /* The longest root-to-slice path a search keeps for the refresh after it
- * (free_index.h); a deeper slice, rare in a treap (expected depth about
+ * (mem/free_index.h); a deeper slice, rare in a treap (expected depth about
  * 2 ln n), is refreshed by the search from the root instead. */
 #define RELO_FREE_PATH_MAX 64u
 

@@ -1,6 +1,6 @@
 /*
- * free_tree.c — a treap of free slices with subtree-maximum lengths (see
- * free_index.h). Recursion depth is the treap's depth, O(log n) expected.
+ * mem/free_tree.c — a treap of free slices with subtree-maximum lengths (see
+ * mem/free_index.h). Recursion depth is the treap's depth, O(log n) expected.
  */
 #include "mem/free_index.h"
 

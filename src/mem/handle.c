@@ -1,6 +1,6 @@
 /*
- * handle.c — the slot table behind relo_handle, and the process-wide
- * registry of device tags (see handle.h for the encoding and its rules).
+ * mem/handle.c — the slot table behind relo_handle, and the process-wide
+ * registry of device tags (see mem/handle.h for the encoding and its rules).
  */
 #include "mem/handle.h"
 

@@ -1,5 +1,5 @@
 /*
- * handle.h — the handle table. A handle packs three fields into 64 bits:
+ * mem/handle.h — the handle table. A handle packs three fields into 64 bits:
  *
  *   bits  0..25  slot index + 1 (so 0 is never valid)
  *   bits 26..37  the device's tag (1..4095)
@@ -42,7 +42,7 @@
  * count again (a full fence between); a pass that opens withdraws its
  * sources first and then reads their pins (a full fence between), so
  * either the pin sees the withdrawal and undoes itself, or the pass sees
- * the pin and leaves the allocation where it is (relocation.c). Planning
+ * the pin and leaves the allocation where it is (pass/relocation.c). Planning
  * reads the slots' pins as it plans each move, and the count is the one
  * record of pins: a page keeps none, so nothing has to agree with it.
  *

@@ -1,12 +1,12 @@
 /*
- * page.h — pages (one backend buffer each) and slices (contiguous ranges of
+ * mem/page.h — pages (one backend buffer each) and slices (contiguous ranges of
  * a page). All bookkeeping lives here, out of band: nothing is ever written
  * into device memory.
  *
  * Every page keeps its slices in an address-ordered doubly linked list that
  * covers the page exactly, so a freed slice finds its neighbours in O(1).
  * Free slices of a sliced page also sit in their pool's free index
- * (free_index.h) while the page serves (no guard, no fence). Slice nodes come from a per-device slab so the
+ * (mem/free_index.h) while the page serves (no guard, no fence). Slice nodes come from a per-device slab so the
  * hot path calls malloc rarely and release never allocates.
  *
  * Protected by: the device lock, for every field.
@@ -99,7 +99,7 @@ typedef struct relo_page {
     struct relo_page *free_prev; /* exclusive/persistent: pool's free pages */
     struct relo_page *free_next;
     relo_slice *first;          /* lowest-address slice */
-    struct relo_page *occ_prev; /* sliced pools: the page's occupancy list (occupancy.h) */
+    struct relo_page *occ_prev; /* sliced pools: the page's occupancy list (pool/occupancy.h) */
     struct relo_page *occ_next;
     uint64_t occ_room;          /* its free bytes counted in the pool's room (0: serves nothing) */
     struct relo_page *occ_dirty_next; /* the pool's touched pages, while occ_dirty, linked both */
@@ -125,7 +125,7 @@ bool relo__slab_grow(relo_slice_slab *slab);
  * and release: inline, so they cost no call. */
 
 /** Takes a node (zeroed). NULL: host memory ran out. A node gets its
- *  treap priority when it enters an address treap (free_index.h), not
+ *  treap priority when it enters an address treap (mem/free_index.h), not
  *  here: most nodes never do (every node of a best-fit pool, and the
  *  allocated part of every carve). */
 static inline relo_slice *relo__slice_new(relo_slice_slab *slab)

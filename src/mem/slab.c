@@ -1,8 +1,8 @@
 /*
- * slab.c — the slab of slice nodes and of page records (see page.h),
+ * mem/slab.c — the slab of slice nodes and of page records (see mem/page.h),
  * both carved from chunks: a slice or a page that comes seldom costs a
  * trip to malloc, and one that goes never does. Pages themselves (their buffers, their accounting) are made and
- * given back by the pools (pool.c).
+ * given back by the pools (pool/pool.c).
  */
 #include "mem/page.h"
 

@@ -1,6 +1,6 @@
 /*
- * compaction.c — emptying sparse pages of the dense policy's pools into
- * denser ones (see relocation.h). A source page is fenced while it is
+ * pass/compaction.c — emptying sparse pages of the dense policy's pools into
+ * denser ones (see pass/relocation.h). A source page is fenced while it is
  * planned, so no target lands on it or on any other source; fences come
  * off once the pass is finished.
  */
@@ -257,7 +257,7 @@ uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uin
                                    relo_reason reason, uint64_t budget)
 {
     /* Packing for a new page, or past the threshold, keeps what it empties
-     * cached within the release threshold (trim.c): the next reservations
+     * cached within the release threshold (pass/trim.c): the next reservations
      * take it without a new buffer. Without one (NEVER), packing gives
      * back what it emptied, as it always did; a refused page or a reclaim
      * gives every empty page back. */

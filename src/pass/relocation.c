@@ -1,5 +1,5 @@
 /*
- * relocation.c — moving live allocations off outdated pages (design §6).
+ * pass/relocation.c — moving live allocations off outdated pages (design §6).
  *
  * A pass runs in three steps. Plan: every outdated page is empty (nothing
  * to move), guarded or holding slices that cannot move (skipped), or
@@ -118,7 +118,7 @@ void relo__pass_drop_moves(relo_pass *plan) { free_targets(plan, 0); }
 /* Larger size first, then lower offset: a total order over the slices of
  * one page (their offsets differ), so any sort gives the same order. */
 /* Whether a LIVE slice's allocation is pinned: it never moves. Pins take
- * no lock (handle.h), so a pass that opens checks its sources again. */
+ * no lock (mem/handle.h), so a pass that opens checks its sources again. */
 static bool slice_pinned(const relo_device *d, const relo_slice *sl)
 {
     return relo__slot_pins(relo__handle_slot(&d->handles, sl->slot)) != 0;
@@ -487,7 +487,7 @@ relo_status relo__pass_open(relo_pass *pass)
         relo__handle_withdraw(&d->handles, pass->moves[i].slot);
     }
     /* A pin without the lock that counted itself before the withdrawal is
-     * seen now (handle.h): its move is skipped, and a slide, which cannot
+     * seen now (mem/handle.h): its move is skipped, and a slide, which cannot
      * be, calls off the whole pass before anything is copied. */
     atomic_thread_fence(memory_order_seq_cst);
     for (uint32_t i = 0; i < pass->count; i++) {

@@ -1,5 +1,5 @@
 /*
- * relocation.h — moving live allocations off outdated pages (design §6):
+ * pass/relocation.h — moving live allocations off outdated pages (design §6):
  * plan (analyse, order, reserve targets all-or-nothing per page), copy
  * (wait for the device, enqueue, always wait for the copies), commit only
  * from landed copies, or abandon / leak on failure. The order across streams
@@ -28,7 +28,7 @@ typedef enum relo_move_fate {
 } relo_move_fate;
 
 /** One move of a pass: an allocation's slot, its source and its target.
- *  A slide (dst NULL, slide.c) moves the allocation down its own page to
+ *  A slide (dst NULL, pass/slide.c) moves the allocation down its own page to
  *  offset slide_to, over free room and possibly over its own bytes; its
  *  slice node stays and takes the new offset when the pass commits.
  *  src, dst, slide_to and slot never change while the pass is open; fate
@@ -81,7 +81,7 @@ struct relo_pass {
                                included (unlike max_bytes); UINT64_MAX = no bound */
     relo_page **fences;     /* compaction sources, or the pages a slide pass packs;
                                unfenced when the pass closes */
-    bool slides;            /* a slide pass (slide.c): every move is a slide, every
+    bool slides;            /* a slide pass (pass/slide.c): every move is a slide, every
                                fenced page is packed on commit */
     bool cut;               /* planning stopped at the pass's bounds: a later pass
                                may plan what this one left */
@@ -266,7 +266,7 @@ static inline bool relo__pass_is_slide(const relo_device *device, const relo_sli
     return slice->move != 0 && device->open_pass->moves[slice->move - 1].dst == NULL;
 }
 
-/* ---- the seed policy's trigger (relocation.c) ------------------------------
+/* ---- the seed policy's trigger (pass/relocation.c) ------------------------
  * When relocation is wanted (design §6.1): a cheap question
  * asked before a reservation that may add pages. The bytes held across the
  * device are summed only when the answer depends on them.
@@ -281,7 +281,7 @@ relo_reason relo__trigger(struct relo_stream *stream);
 /** The pressure rule: held + page > capacity - page (saturating). */
 bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
 
-/* ---- dense packing (compaction.c) ------------------------------------------
+/* ---- dense packing (pass/compaction.c) -------------------------------------
  * Packing live allocations of the dense policy's pools
  * (docs/design.md §6.5, docs/placement.md): the pages with the fewest live bytes are
  * emptied into the free room of denser pages of the same pool, each page
@@ -364,7 +364,7 @@ void relo__note_blocking_size(uint64_t *sizes, uint32_t *n, uint32_t cap, uint64
  */
 bool relo__compact_merge_tails(relo_device *device, relo_pool *pool, uint64_t length);
 
-/* ---- packing a page in place (slide.c) -------------------------------------
+/* ---- packing a page in place (pass/slide.c) --------------------------------
  * Packing pages in place (docs/design.md §6.5, docs/placement.md):
  * the live allocations of a dense pool's page slide toward its start, so its
  * scattered free room becomes one run at its end. This is the move left when
@@ -374,7 +374,7 @@ bool relo__compact_merge_tails(relo_device *device, relo_pool *pool, uint64_t le
  * longer than the distance it slides, in order (relo_backend.h), and a
  * refused piece has the landed ones played back before the pass abandons.
  * Slides run as passes of their own, through the relocation pass
- * (relocation.h): never while a stream records, guarded, pinned or
+ * (above): never while a stream records, guarded, pinned or
  * transferring pages untouched, all or nothing.
  *
  * Called with the device lock held.
@@ -408,13 +408,13 @@ bool relo__slide_make_room(relo_device *device, relo_pool *pool, uint64_t length
  */
 bool relo__slide_make_room_evicting(relo_device *device, relo_pool *pool, uint64_t length);
 
-/* ---- the release threshold (trim.c) ----------------------------------------
+/* ---- the release threshold (pass/trim.c) -----------------------------------
  * The release threshold (relo_device_desc.release_threshold):
  * which empty pages stay cached with their pools for later reservations,
  * and which go back to the backend. Empty pages are counted as they come
  * and go (relo_pool.bytes_empty, and the streams' and the device's
  * relo_held), so deciding that nothing needs to go back costs O(1); giving
- * pages back takes them from each sliced pool's empty list (occupancy.h).
+ * pages back takes them from each sliced pool's empty list (pool/occupancy.h).
  *
  * Called with the device lock held.
  */
@@ -458,8 +458,8 @@ uint64_t relo__trim_pool(relo_device *device, relo_pool *pool, uint64_t keep, re
  */
 void relo__trim_auto(relo_device *device);
 
-/* ---- when memory moves, and in which order (steps.c) -----------------------
- * When memory moves, and in which order (steps.c): one call per
+/* ---- when memory moves, and in which order (policy/steps.c) ----------------
+ * When memory moves, and in which order (policy/steps.c): one call per
  * occasion, the one place the order of relocation steps lives.
  *
  * Called with the device lock held; a call that moves memory drops it
@@ -477,7 +477,7 @@ void relo__steps_before_reserve(relo_device *device, relo_stream *stream, bool m
                                                   starts once as much again, and at least
                                                   a granule or 1 MiB, is held past it */
 
-/** A layout that packs before a new page for stream asked to (layout.h
+/** A layout that packs before a new page for stream asked to (layout/layout.h
  *  want_pack): packs the stream's own dense pools for page bytes, within
  *  the copy budget (RELO_PACK_BUDGET_DIVISOR; nothing moves once it is
  *  spent), or every stream's, with no budget, where the page would leave
@@ -498,7 +498,7 @@ bool relo__steps_pack_before_page(relo_device *device, relo_stream *stream, uint
 relo_status relo__steps_refused(relo_device *device, relo_stream *stream, uint64_t size, relo_status st,
                                 relo_pool *room_pool, relo_status (*retry)(void *ctx), void *ctx);
 
-/** After a served reservation on stream: the release threshold (trim.c);
+/** After a served reservation on stream: the release threshold (pass/trim.c);
  *  then, in a layout that packs, room held past live + threshold on the
  *  stream's pages that hold allocations is packed and given back, within
  *  the copy budget. */

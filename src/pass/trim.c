@@ -1,7 +1,8 @@
 /*
- * trim.c — the release threshold (see relocation.h and relo.h): giving empty
- * pages back to the backend once the device holds more than the bytes
- * live plus the threshold, and relo_trim, which does the same on request.
+ * pass/trim.c — the release threshold (see pass/relocation.h and relo.h):
+ * giving empty pages back to the backend once the device holds more than
+ * the bytes live plus the threshold, and the same on request for relo_trim
+ * (api/reclaim.c).
  * Nothing here moves an allocation; only pages with none go back.
  */
 #include "base/hostmem.h"

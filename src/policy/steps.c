@@ -1,12 +1,13 @@
 /*
- * steps.c — when memory moves, and in which order. Every occasion on which
+ * policy/steps.c — when memory moves, and in which order. Every occasion on which
  * relo relocates, packs, cleans up or gives pages back is one function
  * here, its steps in the order they run; the calls that reach them
- * (stream.c's reservation, relo_reclaim, relo_capture_prepare) only say
- * which occasion it is. What each step does lives with its concept:
- * relocation.c (the seed policy's outdated pages, and every pass's plan,
- * copy and commit), compaction.c (dense packing), slide.c (packing a page
- * in place), trim.c (the release threshold), device.c (queued pages).
+ * (policy/stream.c's reservation, relo_reclaim, relo_capture_prepare) only
+ * say which occasion it is. What each step does lives with its concept:
+ * pass/relocation.c (the seed policy's outdated pages, and every pass's
+ * plan, copy and commit), pass/compaction.c (dense packing), pass/slide.c
+ * (packing a page in place), pass/trim.c (the release threshold),
+ * core/device_state.c (queued pages).
  *
  * Called with the device lock held; a step that moves memory drops it
  * while it waits and copies.
@@ -88,7 +89,7 @@ RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64
      *    holds an allocation no other hole takes, first clear a hole for
      *    that allocation, then the request's (two moves deep);
      * 4. where no other page has the room, pack pages in place so their
-     *    room joins up (slide.c), take it, or empty pages into the runs
+     *    room joins up (pass/slide.c), take it, or empty pages into the runs
      *    that opened; where no page has the room even packed, move a few
      *    allocations out of one page into other pages' holes first, then
      *    pack it (two moves deep when no hole takes them). */

@@ -1,5 +1,5 @@
 /*
- * stream.c — the reservation path: a stream's mode window routes a
+ * policy/stream.c — the reservation path: a stream's mode window routes a
  * request to a pool, and a refused one is retried after the steps of
  * policy/steps.c (cleanup, relocation, packing). relo_reserve (api/device.c)
  * calls it.

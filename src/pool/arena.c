@@ -1,7 +1,7 @@
 /*
- * arena.c — adaptive pages (see arena.h). A growth allocates the new pool's
- * first page with the request before anything else changes, so a refused
- * growth leaves the arena exactly as it was.
+ * pool/arena.c — adaptive pages (see pool/arena.h). A growth allocates the
+ * new pool's first page with the request before anything else changes, so
+ * a refused growth leaves the arena exactly as it was.
  */
 #include "pool/arena.h"
 

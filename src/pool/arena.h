@@ -1,5 +1,5 @@
 /*
- * arena.h — adaptive pages (design §3.6): up to 64 sliced pools, one per
+ * pool/arena.h — adaptive pages (design §3.6): up to 64 sliced pools, one per
  * page size the workload grew through. New allocations come from the
  * current pool only; a request too large for its pages grows a new pool
  * with larger pages, and the old one becomes outdated: it serves nothing

@@ -1,6 +1,6 @@
 /*
- * occupancy.c — the pages of a sliced pool by how full they are (see
- * occupancy.h). Every list is doubly linked through the page, so a page
+ * pool/occupancy.c — the pages of a sliced pool by how full they are (see
+ * pool/occupancy.h). Every list is doubly linked through the page, so a page
  * changes list in O(1); a bitmap over the lists finds the next class that
  * holds pages with a bit scan per word.
  */

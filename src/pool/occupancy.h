@@ -1,5 +1,5 @@
 /*
- * occupancy.h — the pages of one sliced pool by how full they are, kept
+ * pool/occupancy.h — the pages of one sliced pool by how full they are, kept
  * up to date at every change of a page's occupancy, so that compaction
  * planning and the release of empty pages look at the pages they act on
  * and not at every page the pool holds:

@@ -1,5 +1,5 @@
 /*
- * pool.c — the parts every pool kind shares: taking pages from and giving
+ * pool/pool.c — the parts every pool kind shares: taking pages from and giving
  * them back to the backend, the accounting of slices, guards, and the
  * pool's invariant checker. Accounting changes only here, so the stats add
  * up by construction; relo__pool_check verifies they do.
@@ -45,7 +45,7 @@ void relo__pool_queue_release(relo_pool *pool, relo_page *page)
 
 /* A page's emptiness changed: its bytes join (or leave) the empty bytes of
  * the pool and of its home's tallies, which the release threshold weighs
- * (trim.c). */
+ * (pass/trim.c). */
 void relo__pool_empty_changed(relo_pool *pool, const relo_page *page, bool now_empty)
 {
     if (now_empty) {

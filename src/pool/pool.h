@@ -1,8 +1,8 @@
 /*
- * pool.h — what every pool has in common: its pages, its accounting, and
+ * pool/pool.h — what every pool has in common: its pages, its accounting, and
  * the one path by which pages are taken from and given back to the backend.
- * The kinds add their carving rules: sliced_pool.c carves pages into
- * slices; unsliced_pool.c gives each allocation a page (exclusive,
+ * The kinds add their carving rules: pool/sliced_pool.c carves pages into
+ * slices; pool/unsliced_pool.c gives each allocation a page (exclusive,
  * persistent, dedicated). Their calls are declared here too.
  *
  * Protected by: the device lock, for every field.
@@ -22,8 +22,8 @@
 
 /** Counters of events a stream and a device keep for relo_stats
  *  (monotonic; longest_pass_ns is a maximum; gauges are summed from the
- *  pools). pool.c changes the backend and leak counters, relocation.c and
- *  stats.c the rest. */
+ *  pools). pool/pool.c changes the backend and leak counters,
+ *  pass/relocation.c and core/counters.c the rest. */
 #define RELO_COUNTER_LIST(X)                                                   \
     X(relocations) X(relocations_abandoned) X(allocations_moved) X(bytes_moved) \
     X(bytes_leaked) X(pages_released) X(backend_allocs) X(backend_frees) X(longest_pass_ns) \
@@ -36,11 +36,11 @@ typedef struct relo_counters {
 } relo_counters;
 
 /** Bytes held and backend calls made, as a stream and a device count them;
- *  pool.c keeps both exact on every page taken or given back. */
+ *  pool/pool.c keeps both exact on every page taken or given back. */
 typedef struct relo_held {
     uint64_t bytes_reserved;        /* pages held */
     uint64_t peak_bytes_reserved;
-    uint64_t bytes_empty;           /* of which pages with no allocation (trim.c) */
+    uint64_t bytes_empty;           /* of which pages with no allocation (pass/trim.c) */
     relo_counters counters;         /* backend_allocs, backend_frees, pages_released and
                                        bytes_leaked change here; the rest above */
 } relo_held;
@@ -48,8 +48,8 @@ typedef struct relo_held {
 /**
  * Where a pool lives: everything it needs from the layers above, handed to
  * it at init, so that no pool knows what a stream or a device is. The
- * stream that owns the pools fills one in (stream.c); the pointers outlive
- * every pool that holds them.
+ * stream that owns the pools fills one in (core/stream_state.c); the
+ * pointers outlive every pool that holds them.
  */
 typedef struct relo_pool_home {
     relo_backend *backend;          /* pages come from and go back to it */
@@ -238,7 +238,7 @@ void relo__pool_page_unfence(relo_pool *pool, relo_page *page);
 
 
 /** What the layers above check of a pool's live slices and pages as
- *  relo__pool_check walks them (check.c: the open pass, the handles). */
+ *  relo__pool_check walks them (api/check.c: the open pass, the handles). */
 typedef struct relo_pool_checker {
     /* A LIVE slice. Returns false, with *why, on a broken invariant. */
     bool (*live)(void *user, const relo_slice *slice, const char **why);
@@ -257,7 +257,7 @@ void relo__pool_slice_promote(relo_pool *pool, relo_slice *slice, uint64_t size,
 
 /**
  * Packs a fenced sliced page's bookkeeping after its allocations slid down
- * (slide.c): every occupied slice, in address order, takes the lowest
+ * (pass/slide.c): every occupied slice, in address order, takes the lowest
  * offset after the one before it, and the page's free room becomes one FREE
  * slice at its end (left out of the free tree until the fence comes off).
  * Bytes are the caller's business. Never fails, never allocates.
@@ -271,7 +271,7 @@ void relo__pool_page_leak_free(relo_pool *pool, relo_page *page);
 /** Marks a TARGET slice LEAKED: never reused (copy outcome unknown). */
 void relo__pool_slice_leak(relo_pool *pool, relo_slice *slice);
 
-/* ---- sliced pools (sliced_pool.c) ----------------------------------------
+/* ---- sliced pools (pool/sliced_pool.c) -----------------------------------
  * Pages of one size (or, for variable pages, sized to their requests)
  * carved into slices (design §3.1): first fit by address through the
  * treap, or best fit by size class (best_fit, the dense layout's pools). */
@@ -317,7 +317,7 @@ relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t
  *  the pool's page size, or for variable pages the request's own rule. */
 uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length);
 
-/* ---- unsliced pools (unsliced_pool.c): one allocation per page ----------
+/* ---- unsliced pools (pool/unsliced_pool.c): one allocation per page -----
  * exclusive   pages reused whole (design §3.2); page size follows a running
  *             average of request sizes; free pages that stay unused through
  *             enough periodic checks go back (the suspicion rule). The tiny

@@ -1,6 +1,6 @@
 /*
- * sliced_pool.c — carving slices out of pages (pool.h). Freeing and
- * merging live in pool.c, shared with the other kinds.
+ * pool/sliced_pool.c — carving slices out of pages (pool/pool.h). Freeing and
+ * merging live in pool/pool.c, shared with the other kinds.
  */
 #include "pool/pool.h"
 

@@ -1,6 +1,6 @@
 /*
- * unsliced_pool.c — the pool kinds that give each allocation a page of its
- * own (pool.h): exclusive pools reuse pages whole under the suspicion rule,
+ * pool/unsliced_pool.c — the pool kinds that give each allocation a page of its
+ * own (pool/pool.h): exclusive pools reuse pages whole under the suspicion rule,
  * persistent pools reuse buffers of exactly the padded size, dedicated
  * pools give every allocation a fresh buffer. The free-page list an
  * exclusive pool scans on reuse holds only pages nobody uses, which the

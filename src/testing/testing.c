@@ -1,6 +1,6 @@
 /*
- * testing.c — the internal queries and hooks of testing.h, for relo's own
- * tests, benchmarks and fuzzers.
+ * testing/testing.c — the internal queries and hooks of testing/testing.h,
+ * for relo's own tests, benchmarks and fuzzers.
  */
 #include "testing/testing.h"
 

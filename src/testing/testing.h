@@ -1,5 +1,5 @@
 /*
- * testing.h — internal queries and hooks for relo's own tests, benchmarks
+ * testing/testing.h — internal queries and hooks for relo's own tests, benchmarks
  * and fuzzers. Not part of the public API: names may change. Every function
  * takes the device lock itself.
  */

@@ -296,7 +296,7 @@ CHECK_TEST(a27_failed_copy_wait_leaks_both_sides)
     dc_failed_copy_keeps_bytes(open_cases(&e), false);
 }
 
-/* Packing a page in place (slide.h) on the device: two pages (of the size
+/* Packing a page in place (src/pass/slide.c) on the device: two pages (of the size
  * the dense policy picks on this device) each hold 12 KiB allocations with
  * a released 4 KiB hole after each; the device then refuses a third
  * buffer, and a 16 KiB request fits only once the first page's

@@ -1,6 +1,6 @@
 /*
  * test_evict_slide.c — moving a few allocations out of a page, then packing
- * it in place (src/slide.c, relo__slide_make_room_evicting; step 4 of
+ * it in place (src/pass/slide.c, relo__slide_make_room_evicting; step 4 of
  * relo__steps_refused): when the device refuses a page and no page has
  * the request's length free even packed, one page's free room is topped up
  * by moving an allocation into another page's hole, and the page is then

@@ -1,5 +1,5 @@
 /*
- * test_make_room.c — make-room (src/compaction.c, relo__compact_make_room;
+ * test_make_room.c — make-room (src/pass/compaction.c, relo__compact_make_room;
  * step 3 of relo__steps_refused) after a window whose plan failed: the
  * failed plan carved its targets out of another page's free slices and
  * merged them back when it gave them up, which can unlink the very slice

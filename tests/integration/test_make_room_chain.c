@@ -1,5 +1,5 @@
 /*
- * test_make_room_chain.c — make-room two moves deep (src/compaction.c,
+ * test_make_room_chain.c — make-room two moves deep (src/pass/compaction.c,
  * relo__compact_make_room_chained; step 3 of relo__steps_refused): when the
  * device refuses a page and every run of the request's length holds an
  * allocation that no hole elsewhere takes, a hole that size is cleared

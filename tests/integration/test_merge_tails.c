@@ -1,6 +1,6 @@
 /*
  * test_merge_tails.c — merging the tails that rounding to the granule
- * strands (src/compaction.c, relo__compact_merge_tails; docs/placement.md):
+ * strands (src/pass/compaction.c, relo__compact_merge_tails; docs/placement.md):
  * when the device refuses a page and each page of the pool is too full for
  * anything to move into, the allocations of several pages move together
  * into one new page of their combined size, and the pages they leave give

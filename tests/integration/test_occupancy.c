@@ -1,5 +1,5 @@
 /*
- * test_occupancy.c — the occupancy index of sliced pools (occupancy.h):
+ * test_occupancy.c — the occupancy index of sliced pools (src/pool/occupancy.h):
  * a reclaim looks at the pages it may empty, not at every page held; the
  * page it empties first is the one a walk over every page would choose
  * (fewest live bytes, lowest order among equals, at most 2/3 full); a

@@ -1,6 +1,6 @@
 /*
  * test_pack_budget.c — packing that nothing waits on, and its copy budget
- * (src/steps.c; docs/placement.md, "The copy budget"):
+ * (src/policy/steps.c; docs/placement.md, "The copy budget"):
  * - room held past live + the release threshold on pages that still hold
  *   allocations is packed at the next relo_reserve, and the pages it
  *   empties go back, without a refused page or a reclaim asking;

@@ -2,7 +2,7 @@
  * test_relocation.c — docs/design.md §6, invariants 6 and 12: moving live allocations
  * out of outdated pages. What relocation did is read from the device's
  * stats (relocations, allocations_moved, ...); why it ran, and what the
- * trigger would answer, from the testing hooks in src/testing.h.
+ * trigger would answer, from the testing hooks in src/testing/testing.h.
  */
 #include <stdlib.h>
 

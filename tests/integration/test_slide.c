@@ -1,5 +1,5 @@
 /*
- * test_slide.c — packing pages in place (src/slide.c, docs/placement.md): when
+ * test_slide.c — packing pages in place (src/pass/slide.c, docs/placement.md): when
  * the device refuses a page and no other page has room for what is in the
  * way, the allocations of one page slide toward its start, so its scattered
  * free room joins up and the request fits. Each slide overlaps its own

@@ -1,5 +1,5 @@
 /*
- * test_free_index.c — the free-slice index of sliced pools (src/free_index.h)
+ * test_free_index.c — the free-slice index of sliced pools (src/mem/free_index.h)
  * on its own, over slices made by hand: the size classes and their two
  * bitmaps, best fit with the lowest address among equal lengths, a slice
  * changed in place refreshed to where a remove and an insert would leave

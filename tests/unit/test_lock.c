@@ -1,9 +1,9 @@
 /*
- * test_lock.c — relo's own lock and condition wait (src/lock.h), the device
+ * test_lock.c — relo's own lock and condition wait (src/base/lock.h), the device
  * lock's parts, driven directly by threads: the lock keeps them out of each
  * other's critical sections, and a broadcast wakes every waiter without
  * losing one. Each case runs twice, on a lock released by store and on one
- * released by exchange (lock.h), and the same cases pass with the pthread
+ * released by exchange (base/lock.h), and the same cases pass with the pthread
  * fallback (-DRELO_LOCK_FUTEX=0), where both are the same mutex.
  *
  * Labelled "stress" too, so the ThreadSanitizer build runs it: there the
@@ -207,7 +207,7 @@ CHECK_TEST(handoff_loses_no_wakeup) { handoff(false); }
 CHECK_TEST(handoff_by_exchange_loses_no_wakeup) { handoff(true); }
 
 /* A child after fork makes its own locks and threads: threads contending
- * there sleep and wake as in the parent (lock.c registers the child for
+ * there sleep and wake as in the parent (base/lock.c registers the child for
  * the barrier again should the kernel have dropped the parent's). The
  * child reports by its exit status; a lost wake-up would hang it until
  * the alarm ends it. */
