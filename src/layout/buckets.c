@@ -74,6 +74,14 @@ static bool buckets_check(const relo_stream_layout *l, const char **why)
     return true;
 }
 
+/* The suspicion rule of the bucket that served, when its period comes up. */
+static void buckets_served(relo_stream_layout *l, relo_pool *pool, bool may_release)
+{
+    (void)l;
+    if (!pool->periodic_release || !may_release) return;
+    if (pool->check_every && pool->reservations % pool->check_every == 0) relo__exclusive_check(pool);
+}
+
 const relo_layout_ops relo__layout_buckets = {
     .kind = RELO_LAYOUT_KIND_BUCKETS,
     .name = "buckets",
@@ -82,4 +90,5 @@ const relo_layout_ops relo__layout_buckets = {
     .each_pool = buckets_each_pool,
     .destroy = buckets_destroy,
     .check = buckets_check,
+    .served = buckets_served,
 };

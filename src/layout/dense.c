@@ -53,16 +53,15 @@ static relo_pool *pool_for(relo_dense *dense, uint64_t padded)
     return &dense->pools[1];
 }
 
-relo_pool *relo__dense_pool_for(relo_stream_layout *l, uint64_t padded)
-{
-    if (l->ops->kind != RELO_LAYOUT_KIND_DENSE) return NULL;
-    return pool_for(&l->dense, padded);
-}
+static relo_pool *dense_room_pool(relo_stream_layout *l, uint64_t padded) { return pool_for(&l->dense, padded); }
 
-relo_pool *relo__dense_spill_pool(relo_stream_layout *l, const relo_pool *pool)
+/* Packing empties pages of the fine and the large pool; under memory
+ * pressure the large pool's room may take the fine pool's allocations. */
+static relo_pool *dense_pack_pool(relo_stream_layout *l, uint32_t k, relo_pool **spill)
 {
-    if (l->ops->kind != RELO_LAYOUT_KIND_DENSE) return NULL;
-    return pool == &l->dense.pools[0] ? &l->dense.pools[1] : NULL;
+    if (k >= RELO_DENSE_POOLS) return NULL;
+    *spill = k == 0 ? &l->dense.pools[1] : NULL;
+    return &l->dense.pools[k];
 }
 
 /* Small pages follow the workload's scale: a page of at most 1/divisor of
@@ -190,4 +189,6 @@ const relo_layout_ops relo__layout_dense = {
     .reserve_new_page = dense_reserve_new_page,
     .packed = dense_packed,
     .held = dense_held,
+    .pack_pool = dense_pack_pool,
+    .room_pool = dense_room_pool,
 };

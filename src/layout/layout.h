@@ -123,6 +123,21 @@ typedef struct relo_layout_ops {
     void (*packed)(relo_stream_layout *layout, bool gave_back);
     /** Adds the bytes live and held in the pools packing weighs (NULL: none). */
     void (*held)(const relo_stream_layout *layout, uint64_t *live, uint64_t *reserved);
+    /**
+     * The k-th pool whose pages packing empties into its other pages (k
+     * from 0; NULL past the last), with in *spill the pool whose room may
+     * also take its allocations when the device refused a page (or NULL).
+     * NULL op: the layout never packs (relo__layout_packs).
+     */
+    relo_pool *(*pack_pool)(relo_stream_layout *layout, uint32_t k, relo_pool **spill);
+    /** The pool a request of padded bytes goes to, where room is made for
+     *  it when the device refused a page (a hole cleared, pages packed in
+     *  place). NULL op, or NULL: no such room is made. */
+    relo_pool *(*room_pool)(relo_stream_layout *layout, uint64_t padded);
+    /** After a reservation the layout served from pool: its own periodic
+     *  rule, if any (NULL op: none); may_release is false while a stream
+     *  records (no page may go back then). The device lock is held. */
+    void (*served)(relo_stream_layout *layout, relo_pool *pool, bool may_release);
 } relo_layout_ops;
 
 /** A stream's layout: its table and only its own state (the largest,
@@ -153,12 +168,21 @@ static inline relo_arena *relo__layout_arena(const relo_stream_layout *layout)
     return layout->ops->kind == RELO_LAYOUT_KIND_ADAPTIVE ? (relo_arena *)&layout->adaptive.arena : NULL;
 }
 
-/** The dense layout's pool for padded (size rounded to the alignment)
- *  bytes, or NULL under another layout. */
-relo_pool *relo__dense_pool_for(relo_stream_layout *layout, uint64_t padded);
+/** Whether the layout packs live allocations (it has pools to pack). */
+static inline bool relo__layout_packs(const relo_layout_ops *ops) { return ops->pack_pool != NULL; }
 
-/** The dense pool whose pages a compaction of pool may spill into (the
- *  large pool's room for the fine pool's allocations), or NULL. */
-relo_pool *relo__dense_spill_pool(relo_stream_layout *layout, const relo_pool *pool);
+/** The pool whose room may take the allocations of pool's pages when the
+ *  device refused a page, or NULL (pool is no pool the layout packs, or
+ *  has no such pool). */
+static inline relo_pool *relo__layout_spill_pool(relo_stream_layout *layout, const relo_pool *pool)
+{
+    if (!layout->ops->pack_pool) return NULL;
+    relo_pool *spill = NULL;
+    for (uint32_t k = 0;; k++) {
+        relo_pool *p = layout->ops->pack_pool(layout, k, &spill);
+        if (!p) return NULL;
+        if (p == pool) return spill;
+    }
+}
 
 #endif /* RELO_LAYOUT_H */

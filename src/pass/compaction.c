@@ -212,17 +212,19 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
 uint64_t relo__compact_plan(relo_pass *pass, struct relo_stream *only, uint64_t want, bool repaginate)
 {
     relo_device *d = pass->device;
-    if (d->layout->kind != RELO_LAYOUT_KIND_DENSE) return 0;
+    if (!relo__layout_packs(d->layout)) return 0;
     uint32_t first, end;
     relo__device_scope(d, only, &first, &end);
     uint64_t emptied = 0;
     for (uint32_t s = first; s < end && emptied < want; s++) {
-        relo_pool *pools = d->streams[s]->layout.dense.pools;
-        for (uint32_t k = 0; k < RELO_DENSE_POOLS && emptied < want; k++) {
-            /* Under pressure a fine page may empty into the large pool's
-             * room: a page back is what the refused request needs. */
-            relo_pool *spill = k == 0 && pass->reason == RELO_REASON_MEMORY_PRESSURE ? &pools[1] : NULL;
-            emptied += plan_pool(pass, &pools[k], spill, want - emptied, repaginate);
+        relo_stream_layout *l = &d->streams[s]->layout;
+        relo_pool *pool, *spill;
+        for (uint32_t k = 0; emptied < want && (pool = l->ops->pack_pool(l, k, &spill)); k++) {
+            /* Under pressure a page may empty into its spill pool's room
+             * (the fine pool's into the large pool's): a page back is what
+             * the refused request needs. */
+            if (pass->reason != RELO_REASON_MEMORY_PRESSURE) spill = NULL;
+            emptied += plan_pool(pass, pool, spill, want - emptied, repaginate);
         }
     }
     return emptied;
@@ -235,13 +237,14 @@ uint64_t relo__compact_plan(relo_pass *pass, struct relo_stream *only, uint64_t 
 static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64_t keep, uint64_t *released)
 {
     uint32_t first, end;
-    if (d->layout->kind != RELO_LAYOUT_KIND_DENSE) return;
+    if (!relo__layout_packs(d->layout)) return;
     relo__device_scope(d, only, &first, &end);
     relo_buffer_batch batch;
     relo__buffer_batch_init(&batch);
     for (uint32_t s = first; s < end; s++) {
-        for (uint32_t k = 0; k < RELO_DENSE_POOLS; k++) {
-            relo_pool *pool = &d->streams[s]->layout.dense.pools[k];
+        relo_stream_layout *l = &d->streams[s]->layout;
+        relo_pool *pool, *spill;
+        for (uint32_t k = 0; (pool = l->ops->pack_pool(l, k, &spill)); k++) {
             uint64_t before = pool->bytes_reserved;
             if (keep == 0)
                 relo__pool_release_empty(pool);
@@ -271,7 +274,7 @@ uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uin
         /* Packing a reservation starts by itself never waits for another
          * thread's pass: the reservation takes a new page instead. */
         if (!keeps) relo__pass_settle(d);
-        if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE) break;
+        if (!relo__relocation_allowed(d) || !relo__layout_packs(d->layout)) break;
         relo_pass pass;
         relo__pass_begin(&pass, d, reason);
         pass.budget = budget - planned_bytes;
@@ -367,11 +370,11 @@ static uint32_t collect_windows(relo_pool *pool, uint64_t length, window *w, uin
 bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
 {
     relo__pass_settle(d);
-    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || pool->page_count == 0) return false;
+    if (!relo__relocation_allowed(d) || !relo__layout_packs(d->layout) || pool->page_count == 0) return false;
     window *w = relo__malloc(pool->page_count * sizeof *w);
     if (!w) return false;
     /* A fine pool's window may also empty into the large pool's room. */
-    relo_pool *spill = relo__dense_spill_pool(&relo__pool_stream(pool)->layout, pool);
+    relo_pool *spill = relo__layout_spill_pool(&relo__pool_stream(pool)->layout, pool);
     uint64_t room = spill_room(spill);
     uint32_t n = collect_windows(pool, length, w, &room);
     relo_pass pass;
@@ -411,7 +414,7 @@ void relo__note_blocking_size(uint64_t *sizes, uint32_t *n, uint32_t cap, uint64
 bool relo__compact_make_room_chained(relo_device *d, relo_pool *pool, uint64_t length)
 {
     relo__pass_settle(d);
-    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || pool->page_count == 0) return false;
+    if (!relo__relocation_allowed(d) || !relo__layout_packs(d->layout) || pool->page_count == 0) return false;
     window *w = relo__malloc(pool->page_count * sizeof *w);
     if (!w) return false;
     uint64_t room = 0;
@@ -467,7 +470,7 @@ static int by_tail(const void *a, const void *b)
 bool relo__compact_merge_tails(relo_device *d, relo_pool *pool, uint64_t length)
 {
     relo__pass_settle(d);
-    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || !pool->variable_pages ||
+    if (!relo__relocation_allowed(d) || !relo__layout_packs(d->layout) || !pool->variable_pages ||
         pool->page_count < 2)
         return false;
     uint64_t g = pool->granule, lend = lendable(d), need;

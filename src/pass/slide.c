@@ -79,7 +79,7 @@ static bool slide_plan_page(relo_pass *pass, relo_page *page)
 bool relo__slide_make_room(relo_device *d, relo_pool *pool, uint64_t length)
 {
     relo__pass_settle(d);
-    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || pool->page_count == 0) return false;
+    if (!relo__relocation_allowed(d) || !relo__layout_packs(d->layout) || pool->page_count == 0) return false;
     slide_candidate *c = relo__malloc(pool->page_count * sizeof *c);
     if (!c) return false; /* packing needs memory; moving nothing is safe */
     uint32_t n = 0;
@@ -162,7 +162,7 @@ static uint64_t room_for(const relo_page *page, const relo_page *top_page, uint6
 static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bool chain)
 {
     relo__pass_settle(d);
-    if (!relo__relocation_allowed(d) || d->layout->kind != RELO_LAYOUT_KIND_DENSE || pool->page_count < 2) return false;
+    if (!relo__relocation_allowed(d) || !relo__layout_packs(d->layout) || pool->page_count < 2) return false;
     /* The largest free slice of any page that serves, and the largest of
      * any other page: where a page's allocations could go. */
     uint64_t top = 0, second = 0;

@@ -130,7 +130,7 @@ void relo__steps_after_reserve(relo_device *d, relo_stream *s)
      *    next waits until that much more room is held past the threshold,
      *    or the budget has earned that much again. */
     relo__trim_auto(d);
-    if (d->layout->kind != RELO_LAYOUT_KIND_DENSE || d->recording) return;
+    if (!relo__layout_packs(d->layout) || d->recording) return;
     uint64_t live = relo__trim_live(d), held = d->held.bytes_reserved;
     /* Cheaply first: a proportional threshold is at least live / 16, and
      * packing asks for as much again past it, so less than twice that

@@ -17,13 +17,10 @@ static relo_mode effective_mode(const struct relo_stream *s)
     return s->mode_depth ? (relo_mode)s->modes[s->mode_depth - 1] : RELO_MODE_AUTO;
 }
 
-/* Runs the suspicion rule of an exclusive pool when its period comes up
- * (never while a stream records: no page may go back then). */
-static void exclusive_periodic(relo_device *d, relo_pool *pool)
+/* The pool where room is made for a refused request (layout.h), or NULL. */
+static relo_pool *room_pool(relo_stream_layout *l, uint64_t padded)
 {
-    if (!pool->periodic_release || d->recording) return;
-    if (pool->check_every && pool->reservations % pool->check_every == 0)
-        relo__exclusive_check(pool);
+    return l->ops->room_pool ? l->ops->room_pool(l, padded) : NULL;
 }
 
 /* Bytes live and held in the pools the device's layout packs, over every
@@ -98,9 +95,8 @@ static relo_status route(struct relo_stream *s, uint64_t size, uint32_t slot, re
     if (mode == RELO_MODE_DEDICATED || mode == RELO_MODE_PERSISTENT || size == 0)
         return route_outside_layout(s, mode, size, slot, allow, out);
     relo_status st = reserve_in_layout(s, size, slot, allow, out);
-    /* Only the EXCLUSIVE layout's buckets have the suspicion rule. */
-    if (st == RELO_OK && s->layout.ops->kind == RELO_LAYOUT_KIND_BUCKETS)
-        exclusive_periodic(s->device, (*out)->page->pool);
+    if (st == RELO_OK && s->layout.ops->served)
+        s->layout.ops->served(&s->layout, (*out)->page->pool, s->device->recording == 0);
     return st;
 }
 
@@ -133,7 +129,7 @@ relo_status relo__stream_reserve(struct relo_stream *s, uint64_t size, relo_hand
     if (st != RELO_OK) {
         uint64_t padded;
         relo_pool *room = dynamic && relo__pad_size(size, d->alignment, UINT64_MAX, &padded)
-                              ? relo__dense_pool_for(&s->layout, padded)
+                              ? room_pool(&s->layout, padded)
                               : NULL;
         retry_ctx r = {s, size, slot, &slice};
         st = relo__steps_refused(d, s, size, st, room, retry_route, &r);
