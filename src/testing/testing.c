@@ -4,6 +4,8 @@
  */
 #include "testing/testing.h"
 
+#include "base/hostmem.h"
+#include "base/lock.h"
 #include "core/device.h"
 #include "pass/relocation.h"
 
@@ -123,3 +125,16 @@ relo_status relo__testing_add_pins(relo_device *device, relo_handle h, uint32_t 
 }
 
 void relo__testing_hold_tag_registry(bool hold) { relo__handle_registry_hold(hold); }
+
+void relo__testing_hostmem_fail_at(uint64_t n, int sticky) { relo__hostmem_fail_at(n, sticky); }
+
+uint64_t relo__testing_hostmem_calls(void) { return relo__hostmem_calls(); }
+
+bool relo__testing_lock_init_exchange(relo_lock *lock) { return relo__lock_init_exchange(lock); }
+
+bool relo__testing_lock_releases_by_store(const relo_lock *lock) { return relo__lock_releases_by_store(lock); }
+
+bool relo__testing_pressure_high(uint64_t capacity, uint64_t held, uint64_t page)
+{
+    return relo__pressure_high(capacity, held, page);
+}

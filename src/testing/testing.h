@@ -62,4 +62,23 @@ relo_status relo__testing_add_pins(relo_device *device, relo_handle h, uint32_t 
  *  as a device creation on another thread holds it for a moment. */
 void relo__testing_hold_tag_registry(bool hold);
 
+/** Host-memory fault injection (base/hostmem.h): the nth relo__malloc,
+ *  relo__calloc or relo__realloc from now fails (0 = none), and every one
+ *  after it when sticky. */
+void relo__testing_hostmem_fail_at(uint64_t n, int sticky);
+
+/** Host-memory allocations made so far (base/hostmem.h). */
+uint64_t relo__testing_hostmem_calls(void);
+
+/** Initialises lock as the exchange-released mutex, even where a release
+ *  by store is on offer (base/lock.h), so a test runs its cases both ways. */
+bool relo__testing_lock_init_exchange(relo_lock *lock);
+
+/** Whether lock's release is a plain store (base/lock.h). */
+bool relo__testing_lock_releases_by_store(const relo_lock *lock);
+
+/** The seed policy's pressure rule (pass/relocation.c): held + page >
+ *  capacity - page, saturating. */
+bool relo__testing_pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
+
 #endif /* RELO_TESTING_H */

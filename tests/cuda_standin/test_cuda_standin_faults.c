@@ -16,6 +16,7 @@
 #include "base/hostmem.h"
 #include "relo.h"
 #include "relo_cuda.h"
+#include "testing/testing.h"
 
 /* The relocation cases grow a stream's arena (1 MiB, then 10 MiB) and count
  * on the seed policy's outdated page; the default policy packs instead. */
@@ -135,9 +136,9 @@ CHECK_TEST(create_without_host_memory_leaves_nothing)
      * relo's backend wrapper, made after the copy stream. */
     for (uint64_t n = 1; n <= 2; n++) {
         relo_backend *b = NULL;
-        relo__hostmem_fail_at(n, 0);
+        relo__testing_hostmem_fail_at(n, 0);
         expect_status(relo_backend_cuda_create(e.ctx, 0, NULL, &b), RELO_ERR_HOST_MEMORY);
-        relo__hostmem_fail_at(0, 0);
+        relo__testing_hostmem_fail_at(0, 0);
         expect_true(b == NULL);
         expect_eq(cuda_standin_streams(), streams);
         expect_true(current_is(e.ctx));

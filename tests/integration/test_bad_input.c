@@ -368,9 +368,9 @@ CHECK_TEST(x_host_memory_failure_at_each_step)
     for (uint64_t n = 1; n < 64; n++) {
         relo_stats before = fx_stats(f.s);
         relo_handle h = {0};
-        relo__hostmem_fail_at(n, 1);
+        relo__testing_hostmem_fail_at(n, 1);
         relo_status st = relo_reserve(f.s, 10 * MiB + n * 4096, &h);
-        relo__hostmem_fail_at(0, 0);
+        relo__testing_hostmem_fail_at(0, 0);
         if (st == RELO_OK) {
             expect_ok(relo_release(f.dev, h));
             break;

@@ -440,9 +440,9 @@ CHECK_TEST(f_host_memory_fails_during_relocation)
         require_ok(fx_open(&f, NULL, FX_SEED));
         spread t;
         require_true(make_spread(&f, &t));
-        relo__hostmem_fail_at(n, 1);
+        relo__testing_hostmem_fail_at(n, 1);
         relo_status st = relo_reclaim(f.s);
-        relo__hostmem_fail_at(0, 0);
+        relo__testing_hostmem_fail_at(0, 0);
         expect_true(st == RELO_OK || st == RELO_ERR_HOST_MEMORY);
         int moved = check_spread(&f, &t);
         relo_stats dev = fx_dev_stats(f.dev);

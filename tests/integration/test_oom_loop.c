@@ -2,7 +2,7 @@
  * test_oom_loop.c — host-memory exhaustion, at every point.
  *
  * Each scenario (device and streams, mixed reservations across pools,
- * growth, relocation, reclaim, capture) runs with relo__hostmem_fail_at(N,
+ * growth, relocation, reclaim, capture) runs with relo__testing_hostmem_fail_at(N,
  * sticky) for N = 1, 2, 3, ... until it completes without meeting an
  * injected failure. Every call must either succeed or come back with a
  * clean RELO_ERR_HOST_MEMORY; after the first such failure the scenario
@@ -345,7 +345,7 @@ static void scenario_exclusive(world *w)
 static void finish(world *w)
 {
     /* Checks run without injection: they may allocate. */
-    relo__hostmem_fail_at(0, 0);
+    relo__testing_hostmem_fail_at(0, 0);
     if (w->backend) {
         relo_backend_destroy(w->backend);
         w->backend = NULL;
@@ -358,19 +358,19 @@ static void finish(world *w)
     expect_eq(st.allocations, w->nallocs);
 
     /* Releasing, destroying graphs and reading stats never allocate. */
-    relo__hostmem_fail_at(1, 1);
+    relo__testing_hostmem_fail_at(1, 1);
     expect_ok(relo_device_stats(w->device, &st));
     if (w->recording >= 0) {
         relo_graph *g = NULL;
-        relo__hostmem_fail_at(0, 0);
+        relo__testing_hostmem_fail_at(0, 0);
         relo_status s = relo_capture_end(w->streams[w->recording], &g);
         expect_ok(s);
         if (s == RELO_OK && w->ngraphs < MAX_GRAPHS) w->graphs[w->ngraphs++] = g;
-        relo__hostmem_fail_at(1, 1);
+        relo__testing_hostmem_fail_at(1, 1);
     }
     while (w->nallocs) drop(w, w->nallocs - 1);
     while (w->ngraphs) relo_graph_destroy(w->graphs[--w->ngraphs]);
-    relo__hostmem_fail_at(0, 0);
+    relo__testing_hostmem_fail_at(0, 0);
 
     if (w->prepared >= 0) {
         relo_graph *g = NULL;
@@ -402,9 +402,9 @@ static void oom_loop(const char *name, scenario_fn fn, int sticky, uint64_t min_
     world w;
     memset(&w, 0, sizeof w);
     w.recording = w.prepared = -1;
-    uint64_t before = relo__hostmem_calls();
+    uint64_t before = relo__testing_hostmem_calls();
     fn(&w);
-    uint64_t clean = relo__hostmem_calls() - before;
+    uint64_t clean = relo__testing_hostmem_calls() - before;
     expect_true(!w.oom && !w.broken);
     /* The clean run relocates as the scenario means it to (zero for the
      * layout that never moves). */
@@ -420,11 +420,11 @@ static void oom_loop(const char *name, scenario_fn fn, int sticky, uint64_t min_
         memset(&w, 0, sizeof w);
         w.recording = w.prepared = -1;
         int failed_before = check_failures_;
-        before = relo__hostmem_calls();
-        relo__hostmem_fail_at(n, sticky);
+        before = relo__testing_hostmem_calls();
+        relo__testing_hostmem_fail_at(n, sticky);
         fn(&w);
-        uint64_t made = relo__hostmem_calls() - before;
-        relo__hostmem_fail_at(0, 0);
+        uint64_t made = relo__testing_hostmem_calls() - before;
+        relo__testing_hostmem_fail_at(0, 0);
         bool fired = made >= n;
         if (w.oom && !fired) {
             fprintf(stderr, "%s: RELO_ERR_HOST_MEMORY without an injected failure\n", name);

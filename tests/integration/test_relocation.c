@@ -223,12 +223,12 @@ CHECK_TEST(b29_no_outdated_no_relocation)
  *     checked at 17 MiB and at the boundary. */
 CHECK_TEST(b30_pressure_rule)
 {
-    expect_true(!relo__pressure_high(24 * MiB, 10 * MiB, 4 * MiB));
-    expect_true(relo__pressure_high(24 * MiB, 17 * MiB, 4 * MiB));
-    expect_true(!relo__pressure_high(24 * MiB, 16 * MiB, 4 * MiB)); /* 20 > 20 is false */
-    expect_true(relo__pressure_high(24 * MiB, 16 * MiB + 1, 4 * MiB));
-    expect_true(relo__pressure_high(3 * MiB, 0, 4 * MiB));           /* capacity − page saturates */
-    expect_true(relo__pressure_high(UINT64_MAX, UINT64_MAX - MiB, 4 * MiB)); /* no wrap */
+    expect_true(!relo__testing_pressure_high(24 * MiB, 10 * MiB, 4 * MiB));
+    expect_true(relo__testing_pressure_high(24 * MiB, 17 * MiB, 4 * MiB));
+    expect_true(!relo__testing_pressure_high(24 * MiB, 16 * MiB, 4 * MiB)); /* 20 > 20 is false */
+    expect_true(relo__testing_pressure_high(24 * MiB, 16 * MiB + 1, 4 * MiB));
+    expect_true(relo__testing_pressure_high(3 * MiB, 0, 4 * MiB));           /* capacity − page saturates */
+    expect_true(relo__testing_pressure_high(UINT64_MAX, UINT64_MAX - MiB, 4 * MiB)); /* no wrap */
 
     fx f;
     require_ok(open_with_capacity(&f, 24 * MiB, false));

@@ -27,6 +27,7 @@
 
 #include "check.h"
 #include "base/lock.h"
+#include "testing/testing.h"
 
 #if RELO_LOCK_FUTEX
 #include <sys/syscall.h>
@@ -64,7 +65,7 @@ typedef struct shared {
 static void shared_init(shared *s, bool by_exchange)
 {
     memset(s, 0, sizeof *s);
-    require_true(by_exchange ? relo__lock_init_exchange(&s->lock) : relo__lock_init(&s->lock));
+    require_true(by_exchange ? relo__testing_lock_init_exchange(&s->lock) : relo__lock_init(&s->lock));
     require_true(relo__cond_init(&s->cond));
     atomic_init(&s->inside, 0);
     atomic_init(&s->overlaps, 0);
@@ -247,9 +248,9 @@ CHECK_TEST(lock_releases_by_store_where_the_kernel_offers_the_barrier)
         check_skip("the kernel offers no private expedited membarrier");
     relo_lock lock, exchanged;
     require_true(relo__lock_init(&lock));
-    require_true(relo__lock_init_exchange(&exchanged));
-    expect_true(relo__lock_releases_by_store(&lock));
-    expect_true(!relo__lock_releases_by_store(&exchanged));
+    require_true(relo__testing_lock_init_exchange(&exchanged));
+    expect_true(relo__testing_lock_releases_by_store(&lock));
+    expect_true(!relo__testing_lock_releases_by_store(&exchanged));
     relo__lock_acquire(&lock);
     relo__lock_release(&lock);
     relo__lock_destroy(&exchanged);
