@@ -225,17 +225,15 @@ RELO_API const char *relo_log_level_name(relo_log_level level);
 
 /**
  * A log sink (relo_device_desc.log). relo formats a line while it holds the
- * device lock and calls the sink only once that lock is dropped, on the
- * thread whose relo call produced the line: when that call returns, or
- * earlier, where the call drops the lock to wait for the device, to copy or
- * to free buffers. So the sink may call relo, on the device that logged
- * too: relo_device_stats, relo_stream_stats, relo_resolve, relo_pin,
- * relo_unpin, relo_retain, relo_release, relo_read, relo_write
- * (tests/integration/test_log.c). It must not make a call that may move
- * memory or wait for a relocation pass (relo_reserve, relo_reclaim,
- * relo_reclaim_device, relo_pass_begin, the relo_capture_* calls, the
- * destroy calls): the call that logged may still have a pass of its own
- * open, and such a call would wait for it forever. message lives for the
+ * device lock and calls the sink once a call on the device ends: after it
+ * dropped the lock for good, with nothing of its own in progress (a call
+ * that drops the lock midway, to wait for the device, copy or free
+ * buffers, keeps its lines until then). Usually that is the call that
+ * logged, on its thread, just before it returns; a line can also reach the
+ * sink at the end of another thread's call. So the sink may call relo on
+ * the device that logged, even what moves memory or waits for a pass
+ * (relo_reserve, relo_reclaim_device: tests/integration/test_log.c), but
+ * not relo_device_destroy of that device. message lives for the
  * duration of the call and holds at most 255 bytes; when more than four
  * lines queue under one hold of the lock, the rest are counted and
  * reported in one warning.

@@ -317,7 +317,7 @@ static relo_status transfer(relo_device *d, relo_handle handle, uint64_t offset,
     uint64_t at = slice->offset + offset;
     relo__pass_veto(d, slice);
     page->transfers++;
-    relo__device_unlock(d);
+    relo__device_unlock_quietly(d);
     st = to_device ? b->ops.write(b->ctx, buffer, at, data, n) : b->ops.read(b->ctx, buffer, at, data, n);
     relo__device_lock(d);
     page->transfers--;

@@ -124,7 +124,7 @@ relo_status relo_pass_copy(relo_pass *pass, relo_pass_outcome *outcome)
         pass->copying = true;
         pass->copier = pthread_self();
     }
-    relo__device_unlock(d);
+    relo__device_unlock_quietly(d);
     if (again) return RELO_ERR_INVALID_ARGUMENT;
     /* Without the lock: an open pass's moves keep their sources and
      * targets, and only fates change under other threads. */

@@ -70,9 +70,16 @@ struct relo_device {
 /** Takes the device lock (every public call does, once). Not recursive. */
 void relo__device_lock(relo_device *device);
 
-/** Releases the device lock, which the calling thread holds, then sends
- *  the log lines queued under it to the callback (which may call relo). */
+/** Releases the device lock, which the calling thread holds, as a public
+ *  call returns, then sends the log lines queued under it to the callback
+ *  (which may call relo: nothing of the call is in progress any more). */
 void relo__device_unlock(relo_device *device);
+
+/** Releases the device lock in the middle of a call (to wait for the
+ *  device, copy, transfer or free buffers), leaving the queued log lines
+ *  for the unlock that ends a call: the callback never runs while a call
+ *  has work in progress, such as a pass of its own open. */
+void relo__device_unlock_quietly(relo_device *device);
 
 /**
  * Periodic cleanup: gives back the queued pages that are still empty and

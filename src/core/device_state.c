@@ -9,6 +9,7 @@
 #include "base/hostmem.h"
 
 void relo__device_lock(relo_device *device) { relo__lock_acquire(&device->lock); }
+void relo__device_unlock_quietly(relo_device *device) { relo__lock_release(&device->lock); }
 void relo__device_unlock(relo_device *device)
 {
     if (device->log.count == 0 && device->log.dropped == 0) {
@@ -71,7 +72,7 @@ void relo__device_free_batch(relo_device *d, relo_buffer_batch *batch)
     relo_buffer_free *bufs = batch->bufs;
     if (n > 0 && !(d->releaser.running && relo__releaser_push(&d->releaser, bufs, n))) {
         relo_backend *b = d->backend;
-        relo__device_unlock(d);
+        relo__device_unlock_quietly(d);
         for (uint32_t i = 0; i < n; i++) b->ops.free(b->ctx, bufs[i].buffer, bufs[i].size);
         relo__device_lock(d);
     }

@@ -585,7 +585,7 @@ bool relo__pass_finish(relo_pass *plan)
             /* Other threads go on while relo waits and copies: the sources
              * carry their marks, so a release, resolve or write reaches
              * the move instead of the bytes. */
-            relo__device_unlock(d);
+            relo__device_unlock_quietly(d);
             outcome = relo__pass_copy(plan);
             relo__device_lock(d);
         }

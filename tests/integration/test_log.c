@@ -1,10 +1,11 @@
 /*
  * test_log.c — the log contract of relo.h: the callback in the device desc
- * runs without the device lock, so it may call relo (here relo_device_stats,
- * relo_stream_stats, relo_resolve, relo_pin, relo_unpin, relo_read,
- * relo_retain and relo_release on the device that logged); and relo prints
- * nothing of its own: with no callback
- * a relocation the device abandons writes nothing to stdout or stderr.
+ * runs once a call has ended, without the device lock, so it may call relo
+ * (here relo_device_stats, relo_stream_stats, relo_resolve, relo_pin,
+ * relo_unpin, relo_read, relo_retain and relo_release on the device that
+ * logged, and relo_reclaim_device after a reservation that ran passes); and
+ * relo prints nothing of its own: with no callback a relocation the device
+ * abandons writes nothing to stdout or stderr.
  *
  * The line comes from a relocation abandoned because the device's wait
  * fails (the host backend's fault injection), which relo logs as a warning.
@@ -16,6 +17,7 @@
 
 #include "check.h"
 #include "fixture.h"
+#include "mock_backend.h"
 
 /* Seconds the whole case may take before the alarm calls it a deadlock. */
 #define LOG_DEADLINE_S 20u
@@ -35,7 +37,7 @@ static void on_alarm(int sig)
 {
     (void)sig;
     static const char msg[] = "FAIL: a relo call made from the log callback never returned "
-                              "(the callback ran with the device lock held)\n";
+                              "(the callback ran with the device lock held, or in a call still at work)\n";
     ssize_t n = write(STDOUT_FILENO, msg, sizeof msg - 1);
     (void)n;
     _exit(1);
@@ -163,6 +165,70 @@ CHECK_TEST(nothing_printed_without_a_callback)
     memset(&faults, 0, sizeof faults);
     expect_ok(relo_backend_host_set_faults(b, &faults));
     expect_ok(relo_release(f.dev, keep));
+    fx_close(&f);
+}
+
+/* A callback that reclaims the device that logged (once: the reclaim may
+ * log too), and counts the reclaims that returned. */
+static struct {
+    relo_device *dev;
+    int depth;
+    int lines;
+    int reclaims;
+} pass_seen;
+
+static void log_reclaims(void *user, relo_log_level level, const char *message)
+{
+    (void)user;
+    (void)level;
+    (void)message;
+    pass_seen.lines++;
+    if (pass_seen.depth++ == 0) {
+        relo_status st = relo_reclaim_device(pass_seen.dev);
+        if (st == RELO_OK || st == RELO_ERR_BUSY) pass_seen.reclaims++;
+    }
+    pass_seen.depth--;
+}
+
+/* A reservation the device refuses a page for runs pass after pass to make
+ * room; the first is abandoned (its device wait fails) and logs, and later
+ * ones drop the lock while they wait for the device. The line reaches the
+ * callback only once the reservation returns, with no pass of its own open:
+ * so the callback may call even what waits for a pass (relo_reclaim_device
+ * here), where it would otherwise wait for its own thread forever. */
+CHECK_TEST(callback_may_call_what_waits_for_a_pass)
+{
+    signal(SIGALRM, on_alarm);
+    alarm(LOG_DEADLINE_S);
+    memset(&pass_seen, 0, sizeof pass_seen);
+    mock_ctx m;
+    relo_backend *b = NULL;
+    require_ok(mock_backend_create(&m, NULL, &b));
+    relo_device_desc desc = fx_desc(RELO_POLICY_DENSE);
+    desc.log = log_reclaims;
+    fx f;
+    require_ok(fx_open_backend(&f, b, &desc));
+    pass_seen.dev = f.dev;
+    enum { N = 64 };
+    relo_handle h[N];
+    for (int i = 0; i < N; i++) {
+        h[i] = fx_reserve(f.s, 16 * KiB);
+        require_ne(h[i].id, 0);
+    }
+    for (int i = 1; i < N; i += 2) expect_ok(relo_release(f.dev, h[i]));
+    m.capacity = m.bytes_held;                    /* nothing more is lent */
+    mock_refuse(&m, MOCK_WAIT_DEVICE, 1, false, 0); /* the first pass is abandoned */
+    uint64_t waits = m.calls[MOCK_WAIT_DEVICE];
+    relo_handle big = {0};
+    relo_status st = relo_reserve(f.s, 48 * KiB, &big);
+    alarm(0);
+    expect_ok(st);
+    expect_gt(m.calls[MOCK_WAIT_DEVICE] - waits, 1); /* a pass ran after the line was logged */
+    expect_gt(pass_seen.lines, 0);
+    expect_eq(pass_seen.reclaims, 1);
+    expect_ok(relo_device_check(f.dev));
+    if (big.id) expect_ok(relo_release(f.dev, big));
+    for (int i = 0; i < N; i += 2) expect_ok(relo_release(f.dev, h[i]));
     fx_close(&f);
 }
 
