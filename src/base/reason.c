@@ -1,5 +1,5 @@
 /*
- * reason.c — the names of relo_reason (reason.h), for log lines.
+ * base/reason.c — the names of relo_reason (base/reason.h), for log lines.
  */
 #include "base/reason.h"
 

@@ -17,7 +17,7 @@ static relo_mode effective_mode(const struct relo_stream *s)
     return s->mode_depth ? (relo_mode)s->modes[s->mode_depth - 1] : RELO_MODE_AUTO;
 }
 
-/* The pool where room is made for a refused request (layout.h), or NULL. */
+/* The pool where room is made for a refused request (layout/layout.h), or NULL. */
 static relo_pool *room_pool(relo_stream_layout *l, uint64_t padded)
 {
     return l->ops->room_pool ? l->ops->room_pool(l, padded) : NULL;
