@@ -15,7 +15,7 @@
  *    store drains while relo works (docs/architecture.md, "The lock").
  * 2. Scaling: the same pairs with 1,000,000 allocations live versus 1,000
  *    live, in CPU time, the two devices alternating round by round, for
- *    the dense policy (the default) and the seed policy. Target: the
+ *    the packed placement (the default) and the adaptive placement. Target: the
  *    median of each round's ratio <= 1.2.
  *
  * Options: bench_core [runs] [pairs per run]   (defaults 15, 200000)
@@ -52,13 +52,13 @@ static uint64_t *make_sizes(size_t n, uint64_t seed)
     return v;
 }
 
-static relo_device *make_device(relo_policy policy, relo_stream **stream)
+static relo_device *make_device(relo_placement placement, relo_stream **stream)
 {
     relo_host_desc hd = {0};       /* capacity unlimited, max page 1 GiB */
     relo_backend *be = NULL;
     relo_device *dev = NULL;
     relo_device_desc dd = {0};
-    dd.policy = policy;
+    dd.placement = placement;
     if (relo_backend_sim_create(&hd, &be) != RELO_OK || relo_device_create(&dd, be, &dev) != RELO_OK ||
         relo_stream_create(dev, NULL, stream) != RELO_OK) {
         fprintf(stderr, "cannot create a sim device\n");
@@ -135,21 +135,21 @@ static void depopulate(relo_device *dev, relo_handle *h, size_t live)
     free(h);
 }
 
-/* Part 2 for one policy: pairs on a device with 1,000 live and one with
+/* Part 2 for one placement: pairs on a device with 1,000 live and one with
  * 1,000,000 live, alternating round by round so drift hits both alike,
  * in CPU time; few, many and ratio hold runs samples each. */
-static void scaling(relo_policy policy, const char *name, const uint64_t *sizes, size_t pairs, int runs,
+static void scaling(relo_placement placement, const char *name, const uint64_t *sizes, size_t pairs, int runs,
                     double *few, double *many, double *ratio)
 {
     const size_t small_live = 1000, big_live = 1000000;
     relo_stream *s1, *s2;
-    relo_device *d1 = make_device(policy, &s1), *d2 = make_device(policy, &s2);
+    relo_device *d1 = make_device(placement, &s1), *d2 = make_device(placement, &s2);
     uint64_t t0 = bench_now_ns();
     relo_handle *h1 = populate(d1, s1, small_live);
     relo_handle *h2 = populate(d2, s2, big_live);
     relo_stats st;
     relo_device_stats(d2, &st);
-    printf("\nreserve+release pair with allocations live, %s policy, CPU time\n", name);
+    printf("\nreserve+release pair with allocations live, %s placement, CPU time\n", name);
     printf("  (populated 1,000 + 1,000,000 live in %.2f s; the 1M-live device holds %llu pages, %.1f GiB simulated)\n",
            (double)(bench_now_ns() - t0) * 1e-9, (unsigned long long)st.pages,
            (double)st.bytes_reserved / (double)(1u << 30));
@@ -191,7 +191,7 @@ int main(int argc, char **argv)
 
     /* 1. reserve+release pairs vs malloc/free. */
     relo_stream *s;
-    relo_device *dev = make_device(RELO_POLICY_DEFAULT, &s);
+    relo_device *dev = make_device(RELO_PLACEMENT_DEFAULT, &s);
     relo_pairs(dev, s, sizes, pairs);      /* warm-up: pools grown, pages held */
     malloc_pairs(sizes, pairs);
     lock_pairs(&lock, pairs);
@@ -215,8 +215,8 @@ int main(int argc, char **argv)
     /* 2. the same pairs with 1,000 and with 1,000,000 allocations live. */
     double *ratio = malloc((size_t)runs * sizeof *ratio);
     if (!ratio) return 1;
-    scaling(RELO_POLICY_DENSE, "dense (the default)", sizes, pairs, runs, a, b, ratio);
-    scaling(RELO_POLICY_SEED, "seed", sizes, pairs, runs, a, b, ratio);
+    scaling(RELO_PLACEMENT_PACKED, "packed (the default)", sizes, pairs, runs, a, b, ratio);
+    scaling(RELO_PLACEMENT_ADAPTIVE, "adaptive", sizes, pairs, runs, a, b, ratio);
     free(ratio);
     free(sizes);
     free(a);

@@ -12,9 +12,9 @@
  * 2. Relocation bandwidth: relo_reclaim moving one allocation of S bytes
  *    onto a page already held, as a ratio to cuMemcpyDtoD of S bytes
  *    between two buffers, same run (target ≥ 0.8), under the default
- *    (dense) policy and then the seed policy, with each reclaim's device
+ *    (packed) placement and then the adaptive placement, with each reclaim's device
  *    waits (the backend wrapped by bench_backend.h counts them). The
- *    replays of part 1 use the default policy.
+ *    replays of part 1 use the default placement.
  *
  * Runs alternate between the candidates after a warm-up; every figure is a
  * median with its spread. Needs a CUDA device; exits 77 without one.
@@ -351,18 +351,18 @@ static void bench_trace(gpu *g, const char *path, int runs)
 /* Relocation bandwidth                                                     */
 /* ------------------------------------------------------------------------ */
 
-/* One relo_reclaim moving `size` bytes onto a held page under the policy;
+/* One relo_reclaim moving `size` bytes onto a held page under the placement;
  * seconds or < 0, and the reclaim's device waits in *waits. The scene per
- * policy:
- *   dense (the default)  a 2S block, released, leaves a page in which the
+ * placement:
+ *   packed (the default) a 2S block, released, leaves a page in which the
  *                        allocation is then alone, half full; a 2S + S/8
  *                        block, released, leaves a page where an
  *                        allocation of S + S/8 stands with S free: the
  *                        reclaim packs the first into it;
- *   seed                 the allocation on the arena's first page, then a
+ *   adaptive             the allocation on the arena's first page, then a
  *                        larger block grows the arena and is released:
  *                        the first page is outdated. */
-static double reloc_once(gpu *g, relo_policy policy, uint64_t size, uint64_t *waits)
+static double reloc_once(gpu *g, relo_placement placement, uint64_t size, uint64_t *waits)
 {
     relo_backend *cu = NULL, *b = NULL;
     relo_device *d = NULL;
@@ -376,14 +376,14 @@ static double reloc_once(gpu *g, relo_policy policy, uint64_t size, uint64_t *wa
         relo_backend_destroy(cu);
         return -1;
     }
-    const relo_device_desc desc = {.policy = policy};
+    const relo_device_desc desc = {.placement = placement};
     if (relo_device_create(&desc, b, &d) != RELO_OK) {
         relo_backend_destroy(b);
         return -1;
     }
     relo_stats st;
     if (relo_stream_create(d, g->streams[0], &s) != RELO_OK) goto out;
-    if (policy == RELO_POLICY_SEED) {
+    if (placement == RELO_PLACEMENT_ADAPTIVE) {
         if (relo_reserve(s, size, &h) != RELO_OK) goto out;
         relo_device_stats(d, &st);
         if (relo_reserve(s, st.bytes_reserved + MiB, &w1) != RELO_OK) goto out;
@@ -424,8 +424,8 @@ static double copy_once(CUdeviceptr src, CUdeviceptr dst, uint64_t size)
 static void bench_bandwidth(gpu *g, int runs)
 {
     static const uint64_t sizes[] = {2 * MiB, 16 * MiB, 256 * MiB, 1024 * MiB};
-    static const relo_policy policies[2] = {RELO_POLICY_DENSE, RELO_POLICY_SEED};
-    printf("\nrelocation bandwidth (relo_reclaim vs cuMemcpyDtoD), the default policy first\n");
+    static const relo_placement placements[2] = {RELO_PLACEMENT_PACKED, RELO_PLACEMENT_ADAPTIVE};
+    printf("\nrelocation bandwidth (relo_reclaim vs cuMemcpyDtoD), the default placement first\n");
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uint64_t size = sizes[i];
         CUdeviceptr src = 0, dst = 0;
@@ -439,14 +439,14 @@ static void bench_bandwidth(gpu *g, int runs)
         cuMemsetD8(dst, 2, (size_t)size);
         uint64_t waits = 0;
         (void)copy_once(src, dst, size);
-        for (int p = 0; p < 2; p++) (void)reloc_once(g, policies[p], size, &waits);
+        for (int p = 0; p < 2; p++) (void)reloc_once(g, placements[p], size, &waits);
         double rel[2][MAX_RUNS], wait_n[2][MAX_RUNS], base[MAX_RUNS];
         int nr[2] = {0, 0}, nb = 0;
         for (int r = 0; r < runs; r++) {
             double tb = copy_once(src, dst, size);
             if (tb > 0) base[nb++] = (double)size / tb / 1e9;
             for (int p = 0; p < 2; p++) {
-                double tr = reloc_once(g, policies[p], size, &waits);
+                double tr = reloc_once(g, placements[p], size, &waits);
                 if (tr <= 0) continue;
                 wait_n[p][nr[p]] = (double)waits;
                 rel[p][nr[p]++] = (double)size / tr / 1e9;
@@ -463,7 +463,7 @@ static void bench_bandwidth(gpu *g, int runs)
         snprintf(what, sizeof what, "%5llu MiB cuMemcpyDtoD (baseline)", (unsigned long long)(size / MiB));
         bench_print(what, "GB/s", sb);
         for (int p = 0; p < 2; p++) {
-            printf("  %5llu MiB, %s%s:\n", (unsigned long long)(size / MiB), relo_policy_name(policies[p]),
+            printf("  %5llu MiB, %s%s:\n", (unsigned long long)(size / MiB), relo_placement_name(placements[p]),
                    p == 0 ? " (the default)" : "");
             if (!nr[p]) {
                 printf("    a run failed\n");

@@ -2,18 +2,18 @@
  * bench_opencl_reloc.c — relocation bandwidth on the OpenCL backend, as a
  * ratio to a plain clEnqueueCopyBuffer + clFinish of the same size on the
  * same device, measured in the same run (target ≥ 0.8), under the default
- * (dense) policy and under the seed policy.
+ * (packed) placement and under the adaptive placement.
  *
  * One relocation run: a fresh device holds an allocation of S bytes that
  * relo_reclaim moves, and room for it on a page it keeps. The scene per
- * policy:
- *   dense (the default)  a 2S block, released, leaves a page in which the
+ * placement:
+ *   packed (the default) a 2S block, released, leaves a page in which the
  *                        allocation is then alone, half full; a 2S + S/8
  *                        block, released, leaves a page in which an
  *                        allocation of S + S/8 then stands with S free:
  *                        the reclaim packs the first into the second's
  *                        page and gives the emptied 2S page back;
- *   seed                 the allocation on the arena's first page, then a
+ *   adaptive             the allocation on the arena's first page, then a
  *                        block larger than that page grows the arena and
  *                        is released: the first page is outdated, the
  *                        grown one empty.
@@ -21,11 +21,11 @@
  * bytes, commits and gives the emptied page back (that release is part of
  * the cost). The backend is wrapped (bench_backend.h) to count the device
  * waits (wait_device + wait_copies) of each reclaim. S starts at 2 MiB:
- * the dense policy keeps allocations of 1 MiB and less in pages of at
+ * the packed placement keeps allocations of 1 MiB and less in pages of at
  * most 2 MiB, where no half-full page has a denser one with room beside
  * it. Every buffer is written in full before the clock starts, so lazy
  * allocation and first-touch page faults are charged to neither side.
- * Runs of every kind, both policies, alternate after a warm-up; medians
+ * Runs of every kind, both placements, alternate after a warm-up; medians
  * and spreads are printed.
  *
  * The same relocation is also driven as a pass (relo_pass_begin,
@@ -100,7 +100,7 @@ static relo_status touch(relo_device *d, relo_handle h, uint64_t n)
 }
 
 /* A fresh device holding an allocation of `size` bytes that relo_reclaim
- * moves under the policy, and room for it on a page the device keeps
+ * moves under the placement, and room for it on a page the device keeps
  * (the scenes of the opening comment). */
 typedef struct reloc_setup {
     bench_wrap wrap;
@@ -123,7 +123,7 @@ static int reserve_touched(reloc_setup *x, uint64_t size, relo_handle *h)
     return relo_reserve(x->s, size, h) == RELO_OK && touch(x->d, *h, size) == RELO_OK;
 }
 
-static int scene_dense(reloc_setup *x, uint64_t size, const unsigned char *fill)
+static int scene_packed(reloc_setup *x, uint64_t size, const unsigned char *fill)
 {
     relo_handle w1 = {0}, w2 = {0};
     int ok = reserve_touched(x, 2 * size, &w1) && reserve_touched(x, 2 * size + size / 8, &w2) &&
@@ -133,7 +133,7 @@ static int scene_dense(reloc_setup *x, uint64_t size, const unsigned char *fill)
     return ok;
 }
 
-static int scene_seed(reloc_setup *x, uint64_t size, const unsigned char *fill)
+static int scene_adaptive(reloc_setup *x, uint64_t size, const unsigned char *fill)
 {
     if (relo_reserve(x->s, size, &x->h) != RELO_OK) return 0;
     if (relo_write(x->d, x->h, 0, fill, size) != RELO_OK) return 0;
@@ -148,7 +148,7 @@ static int scene_seed(reloc_setup *x, uint64_t size, const unsigned char *fill)
     return 1;
 }
 
-static int reloc_prepare(env *e, relo_policy policy, uint64_t size, const unsigned char *fill,
+static int reloc_prepare(env *e, relo_placement placement, uint64_t size, const unsigned char *fill,
                          relo_page_free page_free, reloc_setup *x)
 {
     relo_backend *cl = NULL, *b = NULL;
@@ -160,14 +160,14 @@ static int reloc_prepare(env *e, relo_policy policy, uint64_t size, const unsign
     }
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.policy = policy;
+    dd.placement = placement;
     dd.page_free = page_free;
     if (relo_device_create(&dd, b, &x->d) != RELO_OK) {
         relo_backend_destroy(b);
         return 0;
     }
     int ok = relo_stream_create(x->d, e->queue, &x->s) == RELO_OK &&
-             (policy == RELO_POLICY_SEED ? scene_seed(x, size, fill) : scene_dense(x, size, fill));
+             (placement == RELO_PLACEMENT_ADAPTIVE ? scene_adaptive(x, size, fill) : scene_packed(x, size, fill));
     clFinish(e->copy_queue);
     if (!ok) reloc_teardown(x);
     return ok;
@@ -181,12 +181,12 @@ typedef struct reloc_run {
 } reloc_run;
 
 /* One timed relocation of `size` bytes. */
-static reloc_run reloc_once(env *e, relo_policy policy, uint64_t size, const unsigned char *fill,
+static reloc_run reloc_once(env *e, relo_placement placement, uint64_t size, const unsigned char *fill,
                             relo_page_free page_free)
 {
     reloc_run run = {-1, 0, 0};
     reloc_setup x;
-    if (!reloc_prepare(e, policy, size, fill, page_free, &x)) return run;
+    if (!reloc_prepare(e, placement, size, fill, page_free, &x)) return run;
     relo_stats st, after;
     relo_device_stats(x.d, &st);
     uint64_t waits = bench_wrap_waits(&x.wrap);
@@ -205,10 +205,11 @@ static reloc_run reloc_once(env *e, relo_policy policy, uint64_t size, const uns
  * (seconds): plan (relo_pass_begin), wait and copy (relo_pass_copy: device
  * wait, clEnqueueCopyBuffer, clFinish), and end (relo_pass_end: commit and
  * giving the emptied page back). Returns 0 on error. */
-static int reloc_phases_once(env *e, relo_policy policy, uint64_t size, const unsigned char *fill, double phase[3])
+static int reloc_phases_once(env *e, relo_placement placement, uint64_t size, const unsigned char *fill,
+                             double phase[3])
 {
     reloc_setup x;
-    if (!reloc_prepare(e, policy, size, fill, RELO_PAGE_FREE_INLINE, &x)) return 0;
+    if (!reloc_prepare(e, placement, size, fill, RELO_PAGE_FREE_INLINE, &x)) return 0;
     int ok = 0;
     relo_pass *pass = NULL;
     relo_pass_desc desc = {x.s, 0, 0};
@@ -266,26 +267,26 @@ static double copy_once(env *e, cl_mem src, cl_mem dst, uint64_t size)
 }
 
 
-#define POLICIES 2
-static const relo_policy policies[POLICIES] = {RELO_POLICY_DENSE, RELO_POLICY_SEED};
+#define PLACEMENTS 2
+static const relo_placement placements[PLACEMENTS] = {RELO_PLACEMENT_PACKED, RELO_PLACEMENT_ADAPTIVE};
 
-/* One policy's samples at one size. */
-typedef struct policy_samples {
+/* One placement's samples at one size. */
+typedef struct placement_samples {
     double rel[MAX_RUNS], relt[MAX_RUNS], base2[MAX_RUNS], waits[MAX_RUNS];
     double plan_us[MAX_RUNS], copy_ms[MAX_RUNS], end_ms[MAX_RUNS], copy_bw[MAX_RUNS];
     int nr, nrt, nb2, nw, np;
     uint64_t page_back; /* bytes the warm-up's reclaim gave back */
-} policy_samples;
+} placement_samples;
 
-/* One run of every kind of one policy, after the shared baseline copy. */
-static void policy_run(env *e, relo_policy policy, uint64_t size, const unsigned char *fill, cl_mem src,
-                       cl_mem dst, policy_samples *ps)
+/* One run of every kind of one placement, after the shared baseline copy. */
+static void placement_run(env *e, relo_placement placement, uint64_t size, const unsigned char *fill, cl_mem src,
+                          cl_mem dst, placement_samples *ps)
 {
     double tb2 = copy_release_once(e, src, dst, size, ps->page_back, fill);
-    reloc_run tr = reloc_once(e, policy, size, fill, RELO_PAGE_FREE_INLINE);
-    reloc_run trt = reloc_once(e, policy, size, fill, RELO_PAGE_FREE_THREAD);
+    reloc_run tr = reloc_once(e, placement, size, fill, RELO_PAGE_FREE_INLINE);
+    reloc_run trt = reloc_once(e, placement, size, fill, RELO_PAGE_FREE_THREAD);
     double ph[3];
-    if (reloc_phases_once(e, policy, size, fill, ph)) {
+    if (reloc_phases_once(e, placement, size, fill, ph)) {
         ps->plan_us[ps->np] = ph[0] * 1e6;
         ps->copy_ms[ps->np] = ph[1] * 1e3;
         ps->end_ms[ps->np] = ph[2] * 1e3;
@@ -299,12 +300,13 @@ static void policy_run(env *e, relo_policy policy, uint64_t size, const unsigned
     if (trt.seconds > 0) ps->relt[ps->nrt++] = (double)size / trt.seconds / 1e9;
 }
 
-/* Prints one policy's lines at one size; returns 1 when it misses the
+/* Prints one placement's lines at one size; returns 1 when it misses the
  * target (or a kind of run never succeeded). */
-static int policy_report(relo_policy policy, uint64_t size, policy_samples *ps, bench_summary sb)
+static int placement_report(relo_placement placement, uint64_t size, placement_samples *ps, bench_summary sb)
 {
     unsigned long long mib = (unsigned long long)(size / MiB);
-    printf("  %4llu MiB, %s%s:\n", mib, relo_policy_name(policy), policy == RELO_POLICY_DENSE ? " (the default)" : "");
+    printf("  %4llu MiB, %s%s:\n", mib, relo_placement_name(placement),
+           placement == RELO_PLACEMENT_PACKED ? " (the default)" : "");
     if (ps->nr == 0 || ps->nrt == 0 || ps->nb2 == 0 || ps->np == 0) {
         printf("    a run failed\n");
         return 1;
@@ -352,13 +354,13 @@ int main(int argc, char **argv)
     clGetDeviceInfo(e.device, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
     clGetDeviceInfo(e.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
     clGetDeviceInfo(e.device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL);
-    printf("bench_opencl_reloc: %s, %d runs per size and policy\n", name, runs);
+    printf("bench_opencl_reloc: %s, %d runs per size and placement\n", name, runs);
 
     static const uint64_t sizes[] = {2 * MiB, 8 * MiB, 64 * MiB, 256 * MiB};
     int below_target = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uint64_t size = sizes[i];
-        /* Room for the dense scene's two pages, the emptied page of the
+        /* Room for the packed scene's two pages, the emptied page of the
          * baseline and its two buffers. */
         if (2 * size + size / 8 > max_alloc || 9 * size + 32 * MiB > global) continue;
         unsigned char *fill = malloc((size_t)size);
@@ -375,24 +377,24 @@ int main(int argc, char **argv)
         clEnqueueWriteBuffer(e.copy_queue, src, CL_TRUE, 0, (size_t)size, fill, 0, NULL, NULL);
         clEnqueueWriteBuffer(e.copy_queue, dst, CL_TRUE, 0, (size_t)size, fill, 0, NULL, NULL);
 
-        /* Warm-up: one of each, not recorded; it also tells each policy's
+        /* Warm-up: one of each, not recorded; it also tells each placement's
          * baseline how large a page the reclaim gives back. */
-        static policy_samples ps[POLICIES];
+        static placement_samples ps[PLACEMENTS];
         memset(ps, 0, sizeof ps);
         (void)copy_once(&e, src, dst, size);
-        for (int p = 0; p < POLICIES; p++) {
-            reloc_run w = reloc_once(&e, policies[p], size, fill, RELO_PAGE_FREE_INLINE);
+        for (int p = 0; p < PLACEMENTS; p++) {
+            reloc_run w = reloc_once(&e, placements[p], size, fill, RELO_PAGE_FREE_INLINE);
             ps[p].page_back = w.page_back ? w.page_back : size;
-            (void)reloc_once(&e, policies[p], size, fill, RELO_PAGE_FREE_THREAD);
+            (void)reloc_once(&e, placements[p], size, fill, RELO_PAGE_FREE_THREAD);
             double ph[3];
-            (void)reloc_phases_once(&e, policies[p], size, fill, ph);
+            (void)reloc_phases_once(&e, placements[p], size, fill, ph);
         }
         double base[MAX_RUNS];
         int nb = 0;
         for (int r = 0; r < runs; r++) {
             double tb = copy_once(&e, src, dst, size);
             if (tb > 0) base[nb++] = (double)size / tb / 1e9;
-            for (int p = 0; p < POLICIES; p++) policy_run(&e, policies[p], size, fill, src, dst, &ps[p]);
+            for (int p = 0; p < PLACEMENTS; p++) placement_run(&e, placements[p], size, fill, src, dst, &ps[p]);
         }
         clReleaseMemObject(src);
         clReleaseMemObject(dst);
@@ -406,7 +408,7 @@ int main(int argc, char **argv)
         char what[96];
         snprintf(what, sizeof what, "%4llu MiB clEnqueueCopyBuffer (baseline)", (unsigned long long)(size / MiB));
         bench_print(what, "GB/s", sb);
-        for (int p = 0; p < POLICIES; p++) below_target += policy_report(policies[p], size, &ps[p], sb);
+        for (int p = 0; p < PLACEMENTS; p++) below_target += placement_report(placements[p], size, &ps[p], sb);
     }
     env_close(&e);
     return below_target ? 1 : 0;

@@ -8,17 +8,17 @@
  * (wait_device + wait_copies calls) are printed.
  *
  * Each round builds, on a fresh device, one allocation A of the relocating
- * stream that its policy moves at relo_reclaim, and an allocation B of the
+ * stream that its placement moves at relo_reclaim, and an allocation B of the
  * same stream that does not move, then times relo_reclaim of that stream:
  * plan, 100 ms device wait, copy, 100 ms copy wait, commit. The scene per
- * policy:
+ * placement:
  *
- *   dense (the default)  a 4 MiB block, released, leaves a page in which
+ *   packed (the default) a 4 MiB block, released, leaves a page in which
  *                        A (2 MiB) is then alone, half full; a 4.25 MiB
  *                        block, released, leaves a page in which B
  *                        (2.25 MiB) then stands with 2 MiB free: the
  *                        reclaim packs A into B's page and gives A's back;
- *   seed                 A (1 MiB) on the arena's first page, then B
+ *   adaptive             A (1 MiB) on the arena's first page, then B
  *                        (9.5 MiB) grows the arena: A's page is outdated
  *                        and the reclaim moves A next to B.
  *
@@ -44,7 +44,7 @@
  * Each round has 5 ms of idle time before and after the pass, so calls
  * outside any pass are measured in the same run as a baseline: on a loaded
  * 2-core machine the scheduler alone can stretch a call past 1 ms. Printed
- * per scenario and policy, the default first, the policies' rounds
+ * per scenario and placement, the default first, the placements' rounds
  * interleaved: device waits and time per reclaim, the longest call of each
  * round inside the pass and outside (median and spread over rounds), and
  * per kind of call the longest, the longest that blocked and the 99th
@@ -175,12 +175,12 @@ static void fill(unsigned char *p, uint64_t n, unsigned key)
     for (uint64_t i = 0; i < n; i++) p[i] = (unsigned char)(i * 131u + key);
 }
 
-/* Builds the policy's scene on stream s: A (written with pattern, its
+/* Builds the placement's scene on stream s: A (written with pattern, its
  * size in *a_size) moves at reclaim, B does not. */
-static void build_scene(relo_device *dev, relo_stream *s, relo_policy policy, const unsigned char *pattern,
+static void build_scene(relo_device *dev, relo_stream *s, relo_placement placement, const unsigned char *pattern,
                         relo_handle *a, uint64_t *a_size, relo_handle *b)
 {
-    if (policy == RELO_POLICY_SEED) {
+    if (placement == RELO_PLACEMENT_ADAPTIVE) {
         *a_size = MIB;
         must(relo_reserve(s, MIB, a), "reserve A");
         must(relo_write(dev, *a, 0, pattern, MIB), "write");
@@ -208,7 +208,7 @@ static void lat_kinds_max(const bench_lat *kinds, uint64_t *max, uint64_t *max_b
     }
 }
 
-static void run_round(scenario sc, relo_policy policy, bool record, result *res, unsigned char *pattern,
+static void run_round(scenario sc, relo_placement placement, bool record, result *res, unsigned char *pattern,
                       unsigned char *back)
 {
     relo_host_desc hd;
@@ -222,7 +222,7 @@ static void run_round(scenario sc, relo_policy policy, bool record, result *res,
     must(bench_wrap_create(&wrap, host, WAIT_NS, sc == SLOW_FREE ? FREE_NS : 0, &backend), "wrap");
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.policy = policy;
+    dd.placement = placement;
     must(relo_device_create(&dd, backend, &dev), "device");
     relo_stream *other = NULL, *s = NULL;
     must(relo_stream_create(dev, NULL, &other), "stream");
@@ -231,8 +231,8 @@ static void run_round(scenario sc, relo_policy policy, bool record, result *res,
     must(relo_stream_create(dev, NULL, &s), "stream");
     relo_handle a, b;
     uint64_t a_size;
-    fill(pattern, A_MAX, (unsigned)res->rounds * 7u + (unsigned)policy);
-    build_scene(dev, s, policy, pattern, &a, &a_size, &b);
+    fill(pattern, A_MAX, (unsigned)res->rounds * 7u + (unsigned)placement);
+    build_scene(dev, s, placement, pattern, &a, &a_size, &b);
     relo_stats st, ost;
     must(relo_stream_stats(s, &st), "stats");
     must(relo_stream_stats(other, &ost), "stats");
@@ -263,7 +263,7 @@ static void run_round(scenario sc, relo_policy policy, bool record, result *res,
     must(relo_stream_stats(other, &ost), "stats");
     must(relo_read(dev, a, 0, back, a_size), "read");
     if (st.allocations_moved != moved_before + 1 || memcmp(back, pattern, (size_t)a_size) != 0) {
-        fprintf(stderr, "bench_pass_latency: %s: A did not move intact (%llu moved)\n", relo_policy_name(policy),
+        fprintf(stderr, "bench_pass_latency: %s: A did not move intact (%llu moved)\n", relo_placement_name(placement),
                 (unsigned long long)(st.allocations_moved - moved_before));
         exit(1);
     }
@@ -293,9 +293,10 @@ static void run_round(scenario sc, relo_policy policy, bool record, result *res,
     }
 }
 
-static void report(relo_policy policy, result *r)
+static void report(relo_placement placement, result *r)
 {
-    printf("  %s%s, %d rounds:\n", relo_policy_name(policy), policy == RELO_POLICY_DENSE ? " (the default)" : "",
+    printf("  %s%s, %d rounds:\n", relo_placement_name(placement),
+           placement == RELO_PLACEMENT_PACKED ? " (the default)" : "",
            r->rounds);
     bench_summary w = bench_summarize(r->waits, r->rounds);
     bench_print("device waits per reclaim", "", w);
@@ -333,21 +334,21 @@ int main(int argc, char **argv)
     int rounds = argc > 1 ? atoi(argv[1]) : 9;
     if (rounds < 3) rounds = 3;
     if (rounds > MAX_ROUNDS) rounds = MAX_ROUNDS;
-    static const relo_policy policies[2] = {RELO_POLICY_DENSE, RELO_POLICY_SEED};
+    static const relo_placement placements[2] = {RELO_PLACEMENT_PACKED, RELO_PLACEMENT_ADAPTIVE};
     static result res[SCENARIO_COUNT][2];
     unsigned char *pattern = malloc(A_MAX), *back = malloc(A_MAX);
     if (!pattern || !back) return 1;
     printf("bench_pass_latency: wait_device and wait_copies sleep 100 ms each; %d rounds per scenario and "
-           "policy\n", rounds);
+           "placement\n", rounds);
     uint64_t errors = 0;
     for (int sc = 0; sc < SCENARIO_COUNT; sc++) {
-        /* Round -1 warms up; the policies alternate round by round. */
+        /* Round -1 warms up; the placements alternate round by round. */
         for (int r = -1; r < rounds; r++)
             for (int p = 0; p < 2; p++)
-                run_round((scenario)sc, policies[p], r >= 0, &res[sc][p], pattern, back);
+                run_round((scenario)sc, placements[p], r >= 0, &res[sc][p], pattern, back);
         printf("\n%s:\n", scenario_names[sc]);
         for (int p = 0; p < 2; p++) {
-            report(policies[p], &res[sc][p]);
+            report(placements[p], &res[sc][p]);
             errors += res[sc][p].errors;
         }
     }

@@ -19,7 +19,7 @@
  * or outside it: each round has 5 ms before and after the reclaim in
  * which the thread already runs, the baseline of the same run.
  *
- * Printed per policy, the default (dense) first and then seed, the rounds
+ * Printed per placement, the default (packed) first and then adaptive, the rounds
  * of the two interleaved: passes (the device's relocations counter),
  * device waits (wait_device + wait_copies calls), the reclaim's time
  * (median and spread, and its ratio to the 200 ms of one pass's two waits),
@@ -29,7 +29,7 @@
  * outside them. Targets: at most 2 device waits per reclaim (one pass);
  * no call of the other thread over 1 ms during the reclaim.
  *
- * Usage: bench_reclaim_price [rounds]   (default 5 per policy, after one
+ * Usage: bench_reclaim_price [rounds]   (default 5 per placement, after one
  * warm-up round each)
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
@@ -90,7 +90,7 @@ typedef struct scene {
     uint64_t size[TOTAL];
 } scene;
 
-static void scene_open(scene *sc, relo_policy policy, uint64_t *buf)
+static void scene_open(scene *sc, relo_placement placement, uint64_t *buf)
 {
     relo_host_desc hd;
     memset(&hd, 0, sizeof hd);
@@ -98,12 +98,12 @@ static void scene_open(scene *sc, relo_policy policy, uint64_t *buf)
     hd.max_page_size = 256 * MIB;
     relo_backend *host = NULL, *b = NULL;
     must(relo_backend_host_create(&hd, &host), "host backend");
-    /* No sleeps while the scene is built: the dense policy's packing
+    /* No sleeps while the scene is built: the packed placement's packing
      * before new pages would only make the setup slow. */
     must(bench_wrap_create(&sc->wrap, host, 0, 0, &b), "wrap");
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.policy = policy;
+    dd.placement = placement;
     must(relo_device_create(&dd, b, &sc->dev), "device");
     must(relo_stream_create(sc->dev, NULL, &sc->s1), "stream 1");
     must(relo_stream_create(sc->dev, NULL, &sc->s2), "stream 2");
@@ -205,14 +205,14 @@ static void *other_loop(void *arg)
 /* Rounds                                                                   */
 /* ------------------------------------------------------------------------ */
 
-typedef struct policy_result {
-    relo_policy policy;
+typedef struct placement_result {
+    relo_placement placement;
     double reclaim_ms[MAX_ROUNDS], waits[MAX_ROUNDS], passes[MAX_ROUNDS], moved[MAX_ROUNDS],
         mib_moved[MAX_ROUNDS], in_max_ms[MAX_ROUNDS], out_max_ms[MAX_ROUNDS], other_waits[MAX_ROUNDS];
     int rounds, intact, kept;
     bench_lat in[BENCH_CALL_COUNT], out[BENCH_CALL_COUNT];
     uint64_t failures;
-} policy_result;
+} placement_result;
 
 static uint64_t lat_max(const bench_lat *kinds)
 {
@@ -222,11 +222,11 @@ static uint64_t lat_max(const bench_lat *kinds)
     return m;
 }
 
-static void round_once(policy_result *r, bool record, uint64_t *buf, uint64_t *buf2)
+static void round_once(placement_result *r, bool record, uint64_t *buf, uint64_t *buf2)
 {
     static scene sc;
     memset(&sc, 0, sizeof sc);
-    scene_open(&sc, r->policy, buf);
+    scene_open(&sc, r->placement, buf);
     static other o;
     memset(&o, 0, sizeof o);
     o.dev = sc.dev;
@@ -254,7 +254,7 @@ static void round_once(policy_result *r, bool record, uint64_t *buf, uint64_t *b
     must(relo_release(sc.dev, o.own), "own release");
     scene_close(&sc);
     if (intact != TOTAL / 2) {
-        fprintf(stderr, "bench_reclaim_price: %s: %d of %d allocations intact\n", relo_policy_name(r->policy),
+        fprintf(stderr, "bench_reclaim_price: %s: %d of %d allocations intact\n", relo_placement_name(r->placement),
                 intact, TOTAL / 2);
         exit(1);
     }
@@ -277,10 +277,10 @@ static void round_once(policy_result *r, bool record, uint64_t *buf, uint64_t *b
     }
 }
 
-static void report(policy_result *r)
+static void report(placement_result *r)
 {
-    printf("\n%s%s, %d rounds:\n", relo_policy_name(r->policy),
-           r->policy == RELO_POLICY_DENSE ? " (the default)" : "", r->rounds);
+    printf("\n%s%s, %d rounds:\n", relo_placement_name(r->placement),
+           r->placement == RELO_PLACEMENT_PACKED ? " (the default)" : "", r->rounds);
     bench_summary w = bench_summarize(r->waits, r->rounds);
     bench_print("passes per reclaim", "", bench_summarize(r->passes, r->rounds));
     bench_print("device waits per reclaim", "", w);
@@ -320,13 +320,13 @@ int main(int argc, char **argv)
     if (rounds > MAX_ROUNDS) rounds = MAX_ROUNDS;
     uint64_t *buf = malloc(8 * MIB), *buf2 = malloc(8 * MIB);
     if (!buf || !buf2) return 1;
-    static policy_result res[2];
-    res[0].policy = RELO_POLICY_DENSE;
-    res[1].policy = RELO_POLICY_SEED;
+    static placement_result res[2];
+    res[0].placement = RELO_PLACEMENT_PACKED;
+    res[1].placement = RELO_PLACEMENT_ADAPTIVE;
     printf("bench_reclaim_price: wait_device and wait_copies sleep 100 ms each; stream 1 holds %d x 256 KiB and "
-           "%d x 3-7 MiB, every other one released; %d rounds per policy after a warm-up\n",
+           "%d x 3-7 MiB, every other one released; %d rounds per placement after a warm-up\n",
            SMALL, LARGE, rounds);
-    /* Round -1 warms up; the policies alternate round by round, the
+    /* Round -1 warms up; the placements alternate round by round, the
      * default first. */
     for (int r = -1; r < rounds; r++)
         for (int p = 0; p < 2; p++) round_once(&res[p], r >= 0, buf, buf2);
@@ -334,7 +334,7 @@ int main(int argc, char **argv)
     bench_summary d = bench_summarize(res[0].reclaim_ms, res[0].rounds),
                   s = bench_summarize(res[1].reclaim_ms, res[1].rounds);
     printf("\n");
-    bench_ratio("reclaim time, dense / seed", d.median / s.median, "~1: the default pays what seed pays");
+    bench_ratio("reclaim time, packed / adaptive", d.median / s.median, "~1: the default pays what adaptive pays");
     free(buf);
     free(buf2);
     return res[0].failures || res[1].failures ? 1 : 0;

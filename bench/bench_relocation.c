@@ -11,18 +11,18 @@
  *    giving the same bytes of pages back to the system, which relocation
  *    must also do (on a VM whose page unmapping is slow this dominates).
  *    Target: ratio >= 0.8.
- * 2. Relocation planning per moved allocation, seed policy, simulated
+ * 2. Relocation planning per moved allocation, adaptive placement, simulated
  *    backend (copies cost nothing, so what is timed is analysis,
  *    planning, commit and page release), in CPU time: (a) 100,000 live
  *    allocations all on outdated pages, all moving; (b) one outdated
  *    page's worth (20) moving next to 1,000, 100,000 and 1,000,000 live
  *    allocations on current pages, the three run interleaved round by
  *    round, to show the cost does not grow with what stays put.
- * Parts 1 and 2 relocate outdated pages, which only the seed policy has:
- * their devices ask for it by name. Part 3, the default policy's, runs
+ * Parts 1 and 2 relocate outdated pages, which only the adaptive placement has:
+ * their devices ask for it by name. Part 3, the default placement's, runs
  * first. Every part prints the device waits (wait_device + wait_copies
  * calls the backend served) of its relocations and reclaims.
- * 3. Compaction planning per moved allocation, dense policy (the
+ * 3. Compaction planning per moved allocation, packed placement (the
  *    default), sim backend, in CPU time: 1,000, 100,000 and 1,000,000 live
  *    allocations of 64 KiB; three times, every other one of 256
  *    neighbours is released (at the start, a third and two thirds of the
@@ -113,7 +113,7 @@ static setup bandwidth_setup(uint64_t total, int prepare_room)
     relo_backend *be = NULL;
     must(relo_backend_host_create(&hd, &be), "host backend");
     relo_device_desc dd = {0};
-    dd.policy = RELO_POLICY_SEED; /* outdated pages to relocate */
+    dd.placement = RELO_PLACEMENT_ADAPTIVE; /* outdated pages to relocate */
     must(relo_device_create(&dd, be, &x.dev), "device");
     x.be = be;
     must(relo_stream_create(x.dev, NULL, &x.s), "stream");
@@ -262,7 +262,7 @@ static void bandwidth(int runs, uint64_t total)
 
 /* ---- 2. planning cost -------------------------------------------------- */
 
-static setup sim_device_with(relo_policy policy)
+static setup sim_device_with(relo_placement placement)
 {
     setup x;
     memset(&x, 0, sizeof x);
@@ -271,14 +271,14 @@ static setup sim_device_with(relo_policy policy)
     relo_backend *be = NULL;
     must(relo_backend_sim_create(&hd, &be), "sim backend");
     relo_device_desc dd = {0};
-    dd.policy = policy;
+    dd.placement = placement;
     must(relo_device_create(&dd, be, &x.dev), "device");
     x.be = be;
     must(relo_stream_create(x.dev, NULL, &x.s), "stream");
     return x;
 }
 
-static setup sim_device(void) { return sim_device_with(RELO_POLICY_SEED); }
+static setup sim_device(void) { return sim_device_with(RELO_PLACEMENT_ADAPTIVE); }
 
 static void reserve_n(setup *x, size_t n, uint64_t lo, uint64_t hi, uint64_t seed)
 {
@@ -375,7 +375,7 @@ static void planning(int runs)
         for (int k = 0; k < SCALES; k++) one[k][r] = round[k];
         ratio[r] = round[SCALES - 1] / round[0];
     }
-    printf("\n2. relocation planning, seed policy, CPU per moved allocation, sim backend (copies free)\n");
+    printf("\n2. relocation planning, adaptive placement, CPU per moved allocation, sim backend (copies free)\n");
     bench_summary a = bench_summarize(all, runs);
     char what[96];
     snprintf(what, sizeof what, "(a) 100,000 live, all %llu move", (unsigned long long)moved_all);
@@ -389,7 +389,7 @@ static void planning(int runs)
     for (int k = 0; k < SCALES; k++) free(one[k]);
 }
 
-/* ---- 3. compaction planning, dense policy ------------------------------ */
+/* ---- 3. compaction planning, packed placement ------------------------------ */
 
 /* Reclaims per device in part 3, each over holes of its own. */
 #define RECLAIMS 3
@@ -401,7 +401,7 @@ static void planning(int runs)
  * the device waits per reclaim. */
 static double timed_compaction(size_t live, uint64_t *moved_out, double *waits_out)
 {
-    setup x = sim_device_with(RELO_POLICY_DENSE);
+    setup x = sim_device_with(RELO_PLACEMENT_PACKED);
     reserve_n(&x, live, 64 * KIB, 64 * KIB, 5);
     uint64_t ns = 0, moved = 0, waits = 0;
     for (size_t j = 0; j < RECLAIMS; j++) {
@@ -447,7 +447,8 @@ static void compaction(int runs)
         for (int k = 0; k < SCALES; k++) v[k][r] = round[k];
         ratio[r] = round[SCALES - 1] / round[0];
     }
-    printf("\n3. compaction planning (relo_reclaim), dense policy (the default), CPU per moved allocation, sim backend\n");
+    printf("\n3. compaction planning (relo_reclaim), packed placement (the default), CPU per moved allocation, "
+           "sim backend\n");
     print_scaling(v, ratio, moved, runs);
     bench_summary ws = bench_summarize(waits, nw);
     bench_print("device waits per reclaim, every size", "", ws);
@@ -464,8 +465,8 @@ int main(int argc, char **argv)
     const char *parts = argc > 3 ? argv[3] : "123";
     if (runs < 3) runs = 3;
     printf("bench_relocation: %d runs after one warm-up\n", runs);
-    /* The default policy's part first; then the parts that need the seed
-     * policy's outdated pages. */
+    /* The default placement's part first; then the parts that need the
+     * adaptive placement's outdated pages. */
     if (strchr(parts, '3')) compaction(runs);
     if (strchr(parts, '1')) bandwidth(runs, total);
     if (strchr(parts, '2')) planning(runs);

@@ -20,7 +20,7 @@
  * ratio of medians against the target (>= 1.6).
  *
  * A second pair does relo_pin + relo_unpin instead of relo_resolve. The
- * device has the default (dense) policy. The last lines sum up each
+ * device has the default (packed) placement. The last lines sum up each
  * ratio, e.g. "pin+unpin: 2 threads / 1 thread = X".
  *
  * Usage: bench_resolve_threads [runs] [ops per thread]  (defaults 15, 1000000)
@@ -192,7 +192,7 @@ int main(int argc, char **argv)
     double control = pair(ws, WORK_CONTROL, "control (no shared state)", runs, ops);
     double resolve = pair(ws, WORK_RESOLVE, "relo_resolve", runs, ops);
     double pin = pair(ws, WORK_PIN, "relo_pin + relo_unpin", runs, ops);
-    printf("\nsummary (default policy; the machine's own ceiling now: 2 threads / 1 thread = %.2f):\n", control);
+    printf("\nsummary (default placement; the machine's own ceiling now: 2 threads / 1 thread = %.2f):\n", control);
     printf("  resolve: 2 threads / 1 thread = %.2f   (target >= 1.6)\n", resolve);
     printf("  pin+unpin: 2 threads / 1 thread = %.2f   (target >= 1.6)\n", pin);
 

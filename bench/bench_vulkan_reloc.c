@@ -5,19 +5,22 @@
  *
  * One relocation run: a fresh device holds an allocation of S bytes that
  * relo_reclaim moves, and room for it on a page the device keeps; under
- * the default (dense) policy first, then the seed policy, interleaved:
- *   dense  a 2S block, released, leaves a page in which the allocation is
- *          then alone, half full; a 2S + S/8 block, released, leaves a
- *          page where an allocation of S + S/8 stands with S free: the
- *          reclaim packs the first into it and gives the 2S page back;
- *   seed   the allocation on the arena's first page, then a larger block
- *          grows the arena and is released: the first page is outdated.
+ * the default (packed) placement first, then the adaptive placement,
+ * interleaved:
+ *   packed    a 2S block, released, leaves a page in which the allocation
+ *             is then alone, half full; a 2S + S/8 block, released, leaves
+ *             a page where an allocation of S + S/8 stands with S free:
+ *             the reclaim packs the first into it and gives the 2S page
+ *             back;
+ *   adaptive  the allocation on the arena's first page, then a larger
+ *             block grows the arena and is released: the first page is
+ *             outdated.
  * The timed part is relo_reclaim, which waits for the streams, records and
  * submits one vkCmdCopyBuffer, waits for its fence, commits and gives the
  * old page back (vkFreeMemory, part of the cost); the backend is wrapped
  * (bench_backend.h) to count each reclaim's device waits. S starts at
- * 2 MiB: the dense policy keeps allocations of 1 MiB and less in pages of
- * at most 2 MiB. Every buffer is written in full before the clock starts.
+ * 2 MiB: the packed placement keeps allocations of 1 MiB and less in pages
+ * of at most 2 MiB. Every buffer is written in full before the clock starts.
  *
  * The baseline records, submits and waits for one vkCmdCopyBuffer of S
  * bytes between two buffers of the same memory type (made by the same
@@ -144,13 +147,13 @@ static int reserve_written(relo_device *d, relo_stream *s, uint64_t n, uint64_t 
     return 1;
 }
 
-/* The policy's scene (the opening comment): *h moves at reclaim, *stay
- * (dense only) does not. Returns 0 on error. */
-static int scene(relo_policy policy, relo_device *d, relo_stream *s, uint64_t size, const unsigned char *fill,
+/* The placement's scene (the opening comment): *h moves at reclaim, *stay
+ * (packed only) does not. Returns 0 on error. */
+static int scene(relo_placement placement, relo_device *d, relo_stream *s, uint64_t size, const unsigned char *fill,
                  relo_handle *h, relo_handle *stay)
 {
     relo_handle w1 = {0}, w2 = {0};
-    if (policy != RELO_POLICY_SEED)
+    if (placement != RELO_PLACEMENT_ADAPTIVE)
         return reserve_written(d, s, 2 * size, size, fill, &w1) &&
                reserve_written(d, s, 2 * size + size / 8, size, fill, &w2) && relo_release(d, w1) == RELO_OK &&
                reserve_written(d, s, size, size, fill, h) && relo_release(d, w2) == RELO_OK &&
@@ -162,8 +165,8 @@ static int scene(relo_policy policy, relo_device *d, relo_stream *s, uint64_t si
     return relo_release(d, w1) == RELO_OK;
 }
 
-/* One timed relocation of `size` bytes under the policy. */
-static reloc_run reloc_once(env *e, relo_policy policy, uint64_t size, const unsigned char *fill)
+/* One timed relocation of `size` bytes under the placement. */
+static reloc_run reloc_once(env *e, relo_placement placement, uint64_t size, const unsigned char *fill)
 {
     reloc_run run = {-1, 0, 0};
     relo_backend *vk = make_backend(e), *b = NULL;
@@ -176,12 +179,12 @@ static reloc_run reloc_once(env *e, relo_policy policy, uint64_t size, const uns
         relo_backend_destroy(vk);
         return run;
     }
-    const relo_device_desc desc = {.policy = policy};
+    const relo_device_desc desc = {.placement = placement};
     if (relo_device_create(&desc, b, &d) != RELO_OK) {
         relo_backend_destroy(b);
         return run;
     }
-    if (relo_stream_create(d, NULL, &s) == RELO_OK && scene(policy, d, s, size, fill, &h, &stay)) {
+    if (relo_stream_create(d, NULL, &s) == RELO_OK && scene(placement, d, s, size, fill, &h, &stay)) {
         relo_stats st, after;
         relo_device_stats(d, &st);
         uint64_t waits = bench_wrap_waits(&wrap);
@@ -270,7 +273,7 @@ int main(int argc, char **argv)
     printf("bench_vulkan_reloc: %s, %d runs per size\n", e.name, runs);
 
     static const uint64_t sizes[] = {2 * MiB, 8 * MiB, 64 * MiB, 256 * MiB};
-    static const relo_policy policies[2] = {RELO_POLICY_DENSE, RELO_POLICY_SEED};
+    static const relo_placement placements[2] = {RELO_PLACEMENT_PACKED, RELO_PLACEMENT_ADAPTIVE};
     int below_target = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uint64_t size = sizes[i];
@@ -293,12 +296,12 @@ int main(int argc, char **argv)
         }
         VkBuffer vs = ((relo_vulkan_page *)src)->buffer, vd = ((relo_vulkan_page *)dst)->buffer;
 
-        /* Warm-up, which also tells each policy's second baseline how
+        /* Warm-up, which also tells each placement's second baseline how
          * large a page its reclaim gives back. */
         uint64_t page_back[2];
         (void)copy_once(&e, vs, vd, size);
         for (int p = 0; p < 2; p++) {
-            reloc_run w = reloc_once(&e, policies[p], size, fill);
+            reloc_run w = reloc_once(&e, placements[p], size, fill);
             page_back[p] = w.page_back ? w.page_back : size;
         }
         double rel[2][MAX_RUNS], base[MAX_RUNS], base2[2][MAX_RUNS], waits[2][MAX_RUNS];
@@ -308,7 +311,7 @@ int main(int argc, char **argv)
             if (tb > 0) base[nb++] = (double)size / tb / 1e9;
             for (int p = 0; p < 2; p++) {
                 double tb2 = copy_release_once(&e, bb, vs, vd, size, page_back[p], fill);
-                reloc_run tr = reloc_once(&e, policies[p], size, fill);
+                reloc_run tr = reloc_once(&e, placements[p], size, fill);
                 if (tb2 > 0) base2[p][nb2[p]++] = (double)size / tb2 / 1e9;
                 if (tr.seconds > 0) {
                     waits[p][nr[p]] = (double)tr.waits;
@@ -329,7 +332,7 @@ int main(int argc, char **argv)
         snprintf(what, sizeof what, "%4llu MiB vkCmdCopyBuffer (baseline)", (unsigned long long)(size / MiB));
         bench_print(what, "GB/s", sb);
         for (int p = 0; p < 2; p++) {
-            printf("  %4llu MiB, %s%s:\n", (unsigned long long)(size / MiB), relo_policy_name(policies[p]),
+            printf("  %4llu MiB, %s%s:\n", (unsigned long long)(size / MiB), relo_placement_name(placements[p]),
                    p == 0 ? " (the default)" : "");
             if (nr[p] == 0 || nb2[p] == 0) {
                 printf("    a run failed\n");

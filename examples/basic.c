@@ -2,7 +2,7 @@
  * basic.c — relo in one page: a runtime holds handles, not addresses, so
  * relo can move live allocations and give the pages they leave back.
  *
- * A device with the default settings (the dense policy) over the host
+ * A device with the default settings (the packed placement) over the host
  * backend, whose buffers are host memory, and one stream. The program
  * reserves 32 small tensors; relo carves them from shared pages, several
  * to a page. Releasing every other tensor leaves every page half empty. A
@@ -57,7 +57,7 @@ int main(void)
     relo_device *dev;
     relo_stream *stream;
     if (failed(relo_backend_host_create(NULL, &backend), "backend")) return 1;
-    /* NULL desc: every setting at its default, the dense policy included. */
+    /* NULL desc: every setting at its default, the packed placement included. */
     if (failed(relo_device_create(NULL, backend, &dev), "device")) {
         relo_backend_destroy(backend); /* still ours when the device was not made */
         return 1;
@@ -65,7 +65,7 @@ int main(void)
     if (failed(relo_stream_create(dev, NULL, &stream), "stream")) return 1;
     relo_device_desc desc;
     relo_device_desc_get(dev, &desc);
-    printf("device: host backend, policy %s (the default)\n", relo_policy_name(desc.policy));
+    printf("device: host backend, placement %s (the default)\n", relo_placement_name(desc.placement));
 
     /* 1. Handles. Each tensor is reserved on the stream and written. */
     relo_handle t[TENSORS];

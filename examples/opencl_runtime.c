@@ -16,10 +16,10 @@
  *                                        copies, so the enqueue is enough
  *
  * The device's capacity is set low (relo_device_desc.capacity), so growth
- * makes relo relocate under memory pressure inside relo_reserve; the dense
- * policy also compacts sparse pages. Every eighth step ends a phase with
- * relo_reclaim of the thread's stream. Both policies run, one after the
- * other: the default (dense) first, then seed.
+ * makes relo relocate under memory pressure inside relo_reserve; the
+ * packed placement also compacts sparse pages. Every eighth step ends a phase with
+ * relo_reclaim of the thread's stream. Both placements run, one after the
+ * other: the default (packed) first, then adaptive.
  *
  * What is measured (docs/opencl-runtime.md has the definition): a queue
  * stands idle from the completion of its last kernel (host time, taken in
@@ -30,16 +30,16 @@
  * because of relo meanwhile, bytes copied, pages given back and the change
  * of the stream's reserved bytes. Set against it: what that call's copies
  * take, its bytes moved at the copy queue's rate (clEnqueueCopyBuffer +
- * clFinish of 8 MiB, median of 5, measured before each policy's run). The
- * last line holds the default policy's relocating-queue idle time to at
+ * clFinish of 8 MiB, median of 5, measured before each placement's run). The
+ * last line holds the default placement's relocating-queue idle time to at
  * most 1.25 x its copies' time, the target this example is measured
  * against.
  *
  * At the end every live allocation is read back (relo_read) and compared
  * with a host shadow of every kernel: any mismatch fails. So does a run in
- * which no policy relocated anything: the example would then show nothing.
- * (Whether the dense policy packs during so short a run depends on how the
- * two threads interleave; the seed policy's growth always relocates.)
+ * which no placement relocated anything: the example would then show nothing.
+ * (Whether the packed placement packs during so short a run depends on how the
+ * two threads interleave; the adaptive placement's growth always relocates.)
  *
  * Usage: relo-example-opencl-runtime [steps] [capacity MiB] [-v]
  *        (defaults 48, 64; -v prints every step)
@@ -306,8 +306,8 @@ static void *run_worker(void *arg)
         for (int k = 0; ok && k < LAUNCHES_PER_STEP; k++) ok = step_mix(w, step);
         ok = ok && step_release(w, step);
         /* Every eighth step ends a phase: the runtime gives back what its
-         * stream no longer needs (moves it off outdated pages; the dense
-         * policy also packs sparse ones). */
+         * stream no longer needs (moves it off outdated pages; the packed
+         * placement also packs sparse ones). */
         if (ok && step % 8 == 7) {
             relo_status st;
             RELO_CALL(w, step, relo_reclaim(w->stream), st);
@@ -358,13 +358,13 @@ static int relo_idle_spans(worker *w, span *out, int cap)
     return n;
 }
 
-typedef struct policy_result {
+typedef struct placement_result {
     uint64_t relocations, bytes_moved, pages_released;
     double idle_ms[2], longest_relo_call_ms;
     double relocating_idle_ms;  /* own idle of the calls that relocated */
     double copy_ms;             /* what their copies take at the measured copy rate */
     bool ok;
-} policy_result;
+} placement_result;
 
 /* Bytes per ms a clEnqueueCopyBuffer + clFinish moves on queue: the median
  * of 5 copies of 8 MiB between two written buffers. 0 on error. */
@@ -401,7 +401,7 @@ static double copy_rate(cl_context ctx, cl_command_queue queue)
     return ms[2] > 0 ? (double)n / ms[2] : 0;
 }
 
-/* Setup failures end the program's run of a policy without cleaning up:
+/* Setup failures end the program's run of a placement without cleaning up:
  * the process exits with a failure right after. */
 static int setup_failed(const char *what)
 {
@@ -409,8 +409,8 @@ static int setup_failed(const char *what)
     return 1;
 }
 
-static int run_policy(cl_context ctx, cl_device_id dev, cl_program prog, relo_policy policy, int steps,
-                      uint64_t capacity, bool verbose, policy_result *res)
+static int run_placement(cl_context ctx, cl_device_id dev, cl_program prog, relo_placement placement, int steps,
+                         uint64_t capacity, bool verbose, placement_result *res)
 {
     memset(res, 0, sizeof *res);
     cl_int err = CL_SUCCESS;
@@ -423,7 +423,7 @@ static int run_policy(cl_context ctx, cl_device_id dev, cl_program prog, relo_po
     relo_device_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.capacity = capacity;
-    desc.policy = policy;
+    desc.placement = placement;
     if (relo_device_create(&desc, backend, &rd) != RELO_OK) return setup_failed("relo_device_create");
     /* The copy queue's rate, measured before the run: what a relocation's
      * copies take is its bytes at this rate. */
@@ -435,7 +435,9 @@ static int run_policy(cl_context ctx, cl_device_id dev, cl_program prog, relo_po
     for (int i = 0; i < 2; i++) {
         worker *w = &ws[i];
         w->id = i;
-        w->seed = UINT64_C(0x9E3779B97F4A7C15) * (uint64_t)(i + 1 + 2 * (int)policy);
+        /* Each placement its own workload: 1 for adaptive, 2 for packed. */
+        uint64_t salt = placement == RELO_PLACEMENT_ADAPTIVE ? 1 : 2;
+        w->seed = UINT64_C(0x9E3779B97F4A7C15) * ((uint64_t)i + 1 + 2 * salt);
         w->dev = rd;
         w->steps = steps;
         w->budget = capacity * 3 / 10;
@@ -549,7 +551,7 @@ static int run_policy(cl_context ctx, cl_device_id dev, cl_program prog, relo_po
            (double)st.bytes_moved / (double)MIB, (unsigned long long)st.pages_released,
            (double)st.longest_pass_ns * 1e-6, res->longest_relo_call_ms);
     if (bad) failed = 1;
-    if (st.relocations == 0) printf("  nothing relocated under this policy in this run\n");
+    if (st.relocations == 0) printf("  nothing relocated under this placement in this run\n");
     if (relo_device_check(rd) != RELO_OK) failed = 1;
 
     for (int i = 0; i < 2; i++) {
@@ -621,24 +623,24 @@ int main(int argc, char **argv)
 
     int failed = 0;
     uint64_t relocations = 0;
-    /* The default policy first, then seed. */
-    static const relo_policy policies[] = {RELO_POLICY_DENSE, RELO_POLICY_SEED};
-    policy_result r[2];
-    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
+    /* The default placement first, then adaptive. */
+    static const relo_placement placements[] = {RELO_PLACEMENT_PACKED, RELO_PLACEMENT_ADAPTIVE};
+    placement_result r[2];
+    for (size_t i = 0; i < sizeof placements / sizeof placements[0]; i++) {
         memset(&r[i], 0, sizeof r[i]);
-        printf("%s%s:\n", relo_policy_name(policies[i]), i == 0 ? " (the default)" : "");
-        failed |= run_policy(ctx, dev, prog, policies[i], steps, capacity_mib * MIB, verbose, &r[i]);
+        printf("%s%s:\n", relo_placement_name(placements[i]), i == 0 ? " (the default)" : "");
+        failed |= run_placement(ctx, dev, prog, placements[i], steps, capacity_mib * MIB, verbose, &r[i]);
         relocations += r[i].relocations;
     }
     if (r[0].relocations && r[0].copy_ms > 0)
-        printf("target, under the default policy the relocating queue idles at most 1.25 x the time its copies "
+        printf("target, under the default placement the relocating queue idles at most 1.25 x the time its copies "
                "take: %.2f x, %s\n",
                r[0].relocating_idle_ms / r[0].copy_ms, r[0].relocating_idle_ms <= 1.25 * r[0].copy_ms ? "met" : "missed");
     else
-        printf("target, under the default policy the relocating queue idles at most 1.25 x the time its copies "
+        printf("target, under the default placement the relocating queue idles at most 1.25 x the time its copies "
                "take: not measured (nothing relocated under it in this run)\n");
     if (relocations == 0) {
-        fprintf(stderr, "nothing relocated under any policy: the workload put no pressure on relo\n");
+        fprintf(stderr, "nothing relocated under any placement: the workload put no pressure on relo\n");
         failed = 1;
     }
     clReleaseProgram(prog);

@@ -26,7 +26,7 @@
  * says which outcome to hand to relo_pass_end.
  *
  * The workload is basic.c's: 32 small tensors on one stream of a device
- * with the defaults (the dense policy) over the host backend, every other
+ * with the defaults (the packed placement) over the host backend, every other
  * one released, which leaves every page half empty. The host backend's
  * buffers are host memory, so the runtime's "copy queue" here is memcpy; on
  * a GPU it would be cuMemcpyDtoDAsync, clEnqueueCopyBuffer or
@@ -259,7 +259,7 @@ int main(int argc, char **argv)
            (unsigned long long)passed.bytes_reserved);
 
     /* Pages the passes emptied may stay cached for the reservations to
-     * come, as empty pages do within the release threshold. At a
+     * come, as empty pages do within the cache limit. At a
      * synchronization point the runtime gives every empty page back
      * (keep = 0); relo_trim moves nothing, so bindings stay valid. */
     uint64_t trimmed = 0;

@@ -5,7 +5,7 @@
  * allocations: pin the handle, use the binding (here the host backend's
  * buffers are host memory, so the kernel is a loop adding 1 to every
  * byte), unpin; as their batch grows they take ever larger scratch buffers,
- * which (under the seed policy) leaves their older pages outdated. A third thread keeps the device
+ * which (under the adaptive placement) leaves their older pages outdated. A third thread keeps the device
  * tidy the way a runtime's housekeeping would: it reclaims every stream's
  * outdated pages, and every few rounds it drives a
  * relocation pass itself, copying the moves as a runtime would on its own
@@ -100,11 +100,11 @@ int main(void)
     relo_backend *backend;
     relo_device *device;
     if (relo_backend_host_create(NULL, &backend) != RELO_OK) return 1;
-    /* The seed policy: each growth starts a larger page and leaves the
+    /* The adaptive placement: each growth starts a larger page and leaves the
      * older ones outdated, which is what the housekeeping thread moves. */
     relo_device_desc desc;
     memset(&desc, 0, sizeof desc);
-    desc.policy = RELO_POLICY_SEED;
+    desc.placement = RELO_PLACEMENT_ADAPTIVE;
     if (relo_device_create(&desc, backend, &device) != RELO_OK) return 1;
 
     launcher l[LAUNCHERS];

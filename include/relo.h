@@ -23,8 +23,8 @@
  *     relo_reclaim_device, relo_pass_begin, relo_capture_* and
  *     relo_device_destroy. Nothing else: resolve, pin, unpin, read, write,
  *     release and reserve of other allocations return without waiting;
- *     a reservation that would pack before a new page, or past the release
- *     threshold, takes the page or keeps the room instead while a pass is
+ *     a reservation that would pack before a new page, or past the cache
+ *     limit, takes the page or keeps the room instead while a pass is
  *     open, and packs only its own stream's pools (never another stream's
  *     room, and so never drains the device for it). A reclaim waits for the device once and for its copies once
  *     (one pass) unless relo_device_desc.pass_max_bytes or pass_max_ns cut
@@ -181,12 +181,35 @@ RELO_API const char *relo_status_string(relo_status status);
 /* Device                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/** How dynamic (AUTO mode) memory is laid out. */
-typedef enum relo_layout {
-    RELO_LAYOUT_ADAPTIVE = 0,  /**< tiny + small pool + adaptive arena */
-    RELO_LAYOUT_EXCLUSIVE,     /**< 24 log-spaced exclusive buckets */
-    RELO_LAYOUT_COUNT
-} relo_layout;
+/**
+ * Placement: how dynamic (RELO_MODE_AUTO) memory is carved into pages and
+ * what relo may move there (docs/placement.md). Zero asks for the default,
+ * PACKED, the placement with the smallest fit on every trace measured;
+ * relo_device_desc_get reports the placement in force, never DEFAULT.
+ *
+ * - PACKED carves pages as a caching allocator does (best fit in a pool of
+ *   small and a pool of large requests, pages sized from the workload) and
+ *   packs live allocations into fewer pages, before it takes a new page
+ *   and when the device refuses one, so that emptied pages go back.
+ * - ADAPTIVE sizes its pages from the workload as it grows (a small pool,
+ *   and an arena of pages that grow with the requests); allocations left on
+ *   outdated pages, those of sizes the workload outgrew, move to current
+ *   ones.
+ * - EXCLUSIVE gives each allocation a page of its own, reused whole in 24
+ *   buckets of sizes spaced evenly in log scale; nothing ever moves.
+ */
+#define RELO_PLACEMENT_LIST(X)                                                 \
+    X(RELO_PLACEMENT_DEFAULT, 0, "the default: PACKED")                       \
+    X(RELO_PLACEMENT_PACKED, 1, "carved like a caching allocator; live allocations packed") \
+    X(RELO_PLACEMENT_ADAPTIVE, 2, "page sizes follow the workload; outdated pages emptied") \
+    X(RELO_PLACEMENT_EXCLUSIVE, 3, "one allocation per page, reused whole; nothing moves")
+
+typedef enum relo_placement {
+#define RELO_X_(name, value, text) name = value,
+    RELO_PLACEMENT_LIST(RELO_X_)
+#undef RELO_X_
+    RELO_PLACEMENT_COUNT
+} relo_placement;
 
 /** Whether relo moves live allocations on its own. */
 typedef enum relo_relocation {
@@ -194,18 +217,6 @@ typedef enum relo_relocation {
     RELO_RELOCATION_OFF,       /**< never: allocations stay where born */
     RELO_RELOCATION_COUNT
 } relo_relocation;
-
-/**
- * Placement policy (docs/placement.md). Zero asks for the default, which
- * is the policy with the smallest fit on every trace measured: DENSE.
- * relo_device_desc_get reports the policy in force, never DEFAULT.
- */
-typedef enum relo_policy {
-    RELO_POLICY_DEFAULT = 0,   /**< the best measured policy: RELO_POLICY_DENSE */
-    RELO_POLICY_SEED,          /**< small pool + adaptive arena; relocation of outdated pages */
-    RELO_POLICY_DENSE,         /**< best-fit pools, compaction of current pages */
-    RELO_POLICY_COUNT
-} relo_policy;
 
 /** Severity of a log line passed to relo_log_fn. */
 typedef enum relo_log_level {
@@ -216,11 +227,10 @@ typedef enum relo_log_level {
     RELO_LOG_LEVEL_COUNT
 } relo_log_level;
 
-/** Names of the enumerators above ("RELO_LAYOUT_ADAPTIVE", ...); an
+/** Names of the enumerators above ("RELO_PLACEMENT_PACKED", ...); an
  *  unknown value gives "..._UNKNOWN". Never NULL; thread-safe. */
-RELO_API const char *relo_layout_name(relo_layout layout);
+RELO_API const char *relo_placement_name(relo_placement placement);
 RELO_API const char *relo_relocation_name(relo_relocation relocation);
-RELO_API const char *relo_policy_name(relo_policy policy);
 RELO_API const char *relo_log_level_name(relo_log_level level);
 
 /**
@@ -253,80 +263,95 @@ typedef enum relo_page_free {
     RELO_PAGE_FREE_COUNT
 } relo_page_free;
 
-/** How to build a device. Zero everywhere means the defaults. */
+/**
+ * How to build a device. Zero everywhere means the defaults.
+ *
+ * size lets the struct grow without breaking callers built against an
+ * older relo.h: later versions add fields only at the end, and read from a
+ * caller's desc only the bytes its size says it holds, taking the defaults
+ * for the rest. Set it to sizeof(relo_device_desc), or leave it 0 to mean
+ * this version's size (the caller was compiled against this very header).
+ */
 typedef struct relo_device_desc {
-    relo_layout layout;          /**< default RELO_LAYOUT_ADAPTIVE */
+    uint32_t size;               /**< sizeof(relo_device_desc) as the caller compiled it, or 0
+                                      for this version's size: later versions add fields at
+                                      the end and read only what a smaller desc holds */
+    relo_placement placement;    /**< 0 = RELO_PLACEMENT_DEFAULT, i.e. PACKED (docs/placement.md) */
     relo_relocation relocation;  /**< default RELO_RELOCATION_AUTO */
     uint64_t capacity;           /**< device bytes; 0 = what the backend reports (maybe unknown) */
-    relo_policy policy;          /**< 0 = RELO_POLICY_DEFAULT, i.e. DENSE (docs/placement.md) */
     uint64_t pass_max_bytes;     /**< bytes one relocation or compaction pass plans to move (a
                                       pass always moves at least one page); 0 = no bound, so
                                       that a reclaim waits for the device once */
     uint64_t pass_max_ns;        /**< time one pass may spend planning; 0 = no bound */
     relo_log_fn log;             /**< log sink; NULL = silent */
     void *log_user;              /**< passed to log */
-    uint64_t release_threshold;  /**< bytes of empty pages kept cached beyond the live bytes
-                                      (see below); 0 = RELO_RELEASE_THRESHOLD_DEFAULT */
+    uint64_t cache_limit;        /**< bytes of empty pages kept cached beyond the live bytes
+                                      (see below); 0 = RELO_CACHE_LIMIT_DEFAULT */
     relo_page_free page_free;    /**< default RELO_PAGE_FREE_INLINE */
 } relo_device_desc;
 
 /*
- * The release threshold. Pages that no allocation uses any more stay with
- * their pool, cached: a later relo_reserve takes its room from them without
- * asking the backend for a new buffer. How much stays is the threshold:
+ * The cache limit. Pages that no allocation uses any more stay with their
+ * pool, cached: a later relo_reserve takes its room from them without
+ * asking the backend for a new buffer. How much stays is the cache limit:
  * whenever the pages held exceed the bytes live (requested sizes) by more
- * than the threshold, relo gives empty pages back to the backend until they
+ * than the limit, relo gives empty pages back to the backend until they
  * do not, or until no empty page is left. It does so at the end of every
  * relo_reserve and in relo_trim; never in relo_release, which never touches
  * the device. A page that holds any allocation never goes back this way,
  * and neither does a page a graph guards. When the device refuses a page,
  * every empty page goes back before the request is called out of memory.
  *
- * Under the dense policy, room beyond the threshold inside pages that still
- * hold allocations is packed at the end of relo_reserve too (only pages at
- * most 2/3 full are emptied, as relo_reclaim does), and the pages that
- * empties go back. Such packing, which no request waits on, and the
+ * Under the packed placement, room beyond the limit inside pages that
+ * still hold allocations is packed at the end of relo_reserve too (only
+ * pages at most 2/3 full are emptied, as relo_reclaim does), and the pages
+ * that empties go back. Such packing, which no request waits on, and the
  * packing before a new page the device would lend, copy at most 1/64 of
  * the bytes reserved so far over the device's life; once that is spent
  * nothing more moves until reservations earn more, except that packing
  * before a new page that would fill a device of known capacity past 3/4
- * is not held back. No other policy moves anything at relo_reserve for
- * the threshold.
+ * is not held back. No other placement moves anything at relo_reserve for
+ * the limit.
  *
  * The pools of RELO_MODE_AUTO that carve pages into slices follow the
- * threshold (the dense policy's, the seed policy's small pool and arena);
- * the EXCLUSIVE layout's buckets and the pool of size-0 reservations keep
- * their own reuse rule, persistent and dedicated memory their modes'.
+ * limit (the packed placement's, the adaptive placement's small pool and
+ * arena); the exclusive placement's buckets and the pool of size-0
+ * reservations keep their own reuse rule, persistent and dedicated memory
+ * their modes'.
  *
- * With a threshold set, the dense policy's packing before a new page also
- * keeps the pages it empties within the threshold, for the reservations
- * that follow, instead of giving them back at once.
+ * With a limit set, the packed placement's packing before a new page also
+ * keeps the pages it empties within the limit, for the reservations that
+ * follow, instead of giving them back at once.
  *
  * Values: any byte count, or one of the two below. 1 keeps no empty page
  * beyond the live bytes. relo_device_desc_get reports the value in force
- * (the default as RELO_RELEASE_THRESHOLD_PROPORTIONAL). docs/performance.md
- * has what each costs in backend calls and saves in memory over time: the
- * proportional threshold holds 1.03-1.05x the live bytes over time on the
- * GPU traces measured, and NEVER holds a workload's peak for good but asks
- * the backend for memory least often.
+ * (the default as RELO_CACHE_LIMIT_PROPORTIONAL). docs/performance.md has
+ * what each costs in backend calls and saves in memory over time: the
+ * proportional limit holds 1.03-1.05x the live bytes over time on the GPU
+ * traces measured, and NEVER holds a workload's peak for good but asks the
+ * backend for memory least often.
  */
 /** Keep at most 1/16 of the bytes live (at least one allocation granule of
  *  the backend per dynamic pool of each stream) cached beyond them: the
- *  threshold follows the workload. */
-#define RELO_RELEASE_THRESHOLD_PROPORTIONAL (UINT64_MAX - 1)
-/** No threshold: an empty page goes back only when relo_trim,
- *  relo_reclaim or a refused page asks for it, or when the dense policy's
- *  packing emptied it to give it back; nothing is packed for the
- *  threshold. */
-#define RELO_RELEASE_THRESHOLD_NEVER UINT64_MAX
-/** What 0 in relo_device_desc.release_threshold stands for. */
-#define RELO_RELEASE_THRESHOLD_DEFAULT RELO_RELEASE_THRESHOLD_PROPORTIONAL
+ *  limit follows the workload. */
+#define RELO_CACHE_LIMIT_PROPORTIONAL (UINT64_MAX - 1)
+/** No limit: every empty page stays cached. One goes back only when
+ *  relo_trim, relo_reclaim or a refused page asks for it, or when the
+ *  packed placement's packing emptied it to give it back; nothing is
+ *  packed for the limit. */
+#define RELO_CACHE_LIMIT_NEVER UINT64_MAX
+/** What 0 in relo_device_desc.cache_limit stands for. */
+#define RELO_CACHE_LIMIT_DEFAULT RELO_CACHE_LIMIT_PROPORTIONAL
 
 /**
  * Creates a device over a backend.
  *
  * desc     may be NULL for the defaults; values out of range give
- *          RELO_ERR_INVALID_ARGUMENT.
+ *          RELO_ERR_INVALID_ARGUMENT, and so does a desc->size larger than
+ *          this version's sizeof(relo_device_desc) (the caller was built
+ *          against a later relo.h) or smaller than the first version's
+ *          (this version's: the first with the field). Only desc->size
+ *          bytes of it are read.
  * backend  taken by the device on success: relo_device_destroy destroys it.
  *          On failure the caller still owns it.
  * out      receives the device.
@@ -348,8 +373,10 @@ RELO_API relo_status relo_device_create(const relo_device_desc *desc, relo_backe
 RELO_API relo_status relo_device_destroy(relo_device *device);
 
 /**
- * Fills *out with the effective configuration: defaults resolved, capacity
- * as judged (0 = unknown). Returns RELO_ERR_INVALID_ARGUMENT for NULLs.
+ * Fills *out with the effective configuration: defaults resolved (size set
+ * to sizeof(relo_device_desc), placement never DEFAULT, cache_limit never
+ * 0), capacity as judged (0 = unknown). Returns RELO_ERR_INVALID_ARGUMENT
+ * for NULLs.
  */
 RELO_API relo_status relo_device_desc_get(relo_device *device, relo_device_desc *out);
 
@@ -520,7 +547,7 @@ RELO_API relo_status relo_read(relo_device *device, relo_handle handle, uint64_t
 
 /** Where a stream's reservations go while a mode window is open. */
 typedef enum relo_mode {
-    RELO_MODE_AUTO = 0,    /**< dynamic memory (the layout); the mode with no window open */
+    RELO_MODE_AUTO = 0,    /**< dynamic memory (the placement); the mode with no window open */
     RELO_MODE_PERSISTENT,  /**< exact-size slices, each its own buffer, kept until cleanup */
     RELO_MODE_DEDICATED,   /**< one buffer per allocation, returned at the next cleanup */
     RELO_MODE_COUNT
@@ -544,7 +571,7 @@ RELO_API relo_status relo_mode_pop(relo_stream *stream);
 /* ------------------------------------------------------------------------ */
 
 /*
- * relo gives memory back by itself (the release threshold above, at the end
+ * relo gives memory back by itself (the cache limit above, at the end
  * of each relo_reserve); these calls do it when the runtime asks.
  * relo_reclaim and relo_reclaim_device move live allocations first, so that
  * pages empty, and then give empty pages back; relo_trim only gives empty
@@ -554,7 +581,7 @@ RELO_API relo_status relo_mode_pop(relo_stream *stream);
 /**
  * Gives back what this stream's memory no longer needs: relocates the
  * stream's allocations off its outdated pages (reason EXPLICIT, targets only
- * in room the stream already holds; the dense policy packs the stream's
+ * in room the stream already holds; the packed placement packs the stream's
  * sparse pages), releases the stream's empty unguarded pages, flushes the
  * backend. Other streams' allocations do not move and their pages stay,
  * but for empty pages already queued to go back (which any reservation
@@ -573,16 +600,16 @@ RELO_API relo_status relo_reclaim(relo_stream *stream);
 RELO_API relo_status relo_reclaim_device(relo_device *device);
 
 /**
- * Gives empty pages of every stream (of the pools that follow the release
- * threshold, above) back to the backend until the pages held exceed the
+ * Gives empty pages of every stream (of the pools that follow the cache
+ * limit, above) back to the backend until the pages held exceed the
  * bytes live by at most keep bytes, or no empty page that may go is left
  * (pages a graph guards stay), then flushes the backend.
  * keep = 0 gives back every empty page; relo_device_desc_get's
- * release_threshold is the device's own rule, which relo_reserve applies by
+ * cache_limit is the device's own rule, which relo_reserve applies by
  * itself. Nothing moves: bindings and pins stay valid (unlike
  * relo_reclaim, which packs live allocations first), so it is safe at any
  * synchronization point of the runtime, and cheap when nothing is empty.
- * RELO_RELEASE_THRESHOLD_PROPORTIONAL as keep means the proportional rule.
+ * RELO_CACHE_LIMIT_PROPORTIONAL as keep means the proportional rule.
  *
  * released  may be NULL; receives the bytes given back.
  *
@@ -665,14 +692,14 @@ typedef enum relo_pass_outcome {
 
 /**
  * Plans a pass and opens it: the allocations the matching reclaim would
- * move (outdated pages, and the dense policy's sparse pages), each page all
+ * move (outdated pages, and the packed placement's sparse pages), each page all
  * or nothing, within desc's bounds. Pinned allocations and guarded pages are
  * left alone. A pass with no move is still a pass: end it.
  *
  * Returns RELO_OK (*out set), RELO_ERR_INVALID_ARGUMENT (NULL device or out,
  * a stream of another device), RELO_ERR_RECORDING (a stream records),
  * RELO_ERR_BUSY (a pass is open), RELO_ERR_UNSUPPORTED (relocation is off
- * or the layout is EXCLUSIVE), RELO_ERR_HOST_MEMORY.
+ * or the placement is EXCLUSIVE), RELO_ERR_HOST_MEMORY.
  */
 RELO_API relo_status relo_pass_begin(relo_device *device, const relo_pass_desc *desc, relo_pass **out);
 

@@ -11,7 +11,7 @@
  *     never two of these at once), while other threads may call alloc,
  *     free, flush, stream_add, stream_remove, read and write. So does free
  *     for the pages a pass emptied, once the pass has closed, and for the
- *     empty pages the release threshold or relo_trim gives back: it may
+ *     empty pages the cache limit or relo_trim gives back: it may
  *     overlap an alloc, and whatever capacity accounting the two share
  *     needs a lock.
  *   - With RELO_PAGE_FREE_THREAD, free comes from the device's own thread,

@@ -44,7 +44,7 @@ uint64_t fit_capacity_step(const replay_config *cfg);
 /**
  * Searches capacities between t's peak live bytes and above `upper_hint`
  * (peak reserved of an unlimited replay; doubled by steps of 25 % while it
- * does not fit). cfg gives backend, layout, relocation and policy; its
+ * does not fit). cfg gives backend, placement and relocation; its
  * capacity and record fields are ignored. Returns true with out->capacity
  * when found.
  */

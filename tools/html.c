@@ -139,6 +139,7 @@ static void write_data(FILE *f, const report *rep, const verdict *v, const html_
     const trace *t = rep->t;
     fputs("{\"trace\":", f);
     json_string(f, t->name);
+    fprintf(f, ",\"placement\":\"%s\"", options_placement_word(rep->o->placement));
     fprintf(f, ",\"events\":%zu,\"peak_live\":%" PRIu64 ",\"capacity\":%" PRIu64
                ",\"capacity_auto\":%s,\"fit_asked\":%s,\"ok\":%s,\"failed_event\":%" PRIu64
                ",\"record_complete\":%s,",

@@ -15,7 +15,7 @@
 
 /**
  * Writes the page of rep to path. rec recorded rep->r (relo's reported
- * replay). Replays what the verdict needs beyond rep: relo's other policy
+ * replay). Replays what the verdict needs beyond rep: relo's other placement
  * on the same device (and, with --fit, its fit search), and each allocator
  * that ran out of memory on its own fit capacity. Returns false (errno set)
  * when the file cannot be written.

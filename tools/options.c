@@ -45,15 +45,22 @@ void options_usage(FILE *f)
         "  --granule BYTES            sim, host: each buffer takes its size rounded up\n"
         "                             to this from the capacity, as a GPU driver\n"
         "                             charges; default 2M (CUDA's), 1 = plain bytes\n"
-        "  --release-threshold BYTES|proportional|never\n"
-        "                             relo_device_desc.release_threshold: empty pages\n"
-        "                             kept beyond the live bytes (default\n"
-        "                             proportional: 1/16 of them; never: no threshold)\n"
-        "  --layout adaptive|exclusive\n",
+        "  --cache-limit BYTES|proportional|never\n"
+        "                             relo_device_desc.cache_limit: empty pages\n"
+        "                             kept cached beyond the live bytes (default\n"
+        "                             proportional: 1/16 of them; never: no limit,\n"
+        "                             every empty page stays)\n"
+        "  --placement packed|adaptive|exclusive\n"
+        "                             relo_device_desc.placement (docs/placement.md):\n"
+        "                             packed (default) carves pages like a caching\n"
+        "                             allocator and packs live allocations so pages\n"
+        "                             go back; adaptive sizes pages to the workload\n"
+        "                             and moves allocations off outdated pages;\n"
+        "                             exclusive gives each allocation a page and\n"
+        "                             moves nothing\n",
         f);
     fputs(
         "  --no-relocation            never move live allocations\n"
-        "  --policy seed|dense        placement policy (relo_device_desc.policy)\n"
         "  --format auto|relo|rmm     input format (auto: RMM when the first line is\n"
         "                             its CSV header)\n"
         "  --verify-full              host, opencl, vulkan: check every byte, not\n"
@@ -69,31 +76,28 @@ void options_usage(FILE *f)
         "                             expandable segments) at the same capacity, and\n"
         "                             with --fit find its fit too; repeatable\n"
         "  --table text|md|json       instead of each trace's report, one row per\n"
-        "                             trace: peak live; fit ratio of the dense and\n"
-        "                             seed policies and of both PyTorch models; the\n"
-        "                             granule floor; unlimited peak reserved and\n"
-        "                             time-averaged reserved over live; device\n"
-        "                             allocations per 1,000 events (relo, PyTorch);\n"
-        "                             bytes moved. A TRACE that is a folder stands\n"
-        "                             for its *.trace and *.trace.gz files, in name\n"
-        "                             order. Runs every replay it needs itself, so it\n"
-        "                             takes no --fit, --capacity, --policy, --layout,\n"
+        "                             trace: peak live; fit ratio of the packed and\n"
+        "                             adaptive placements and of both PyTorch\n"
+        "                             models; the granule floor; unlimited peak\n"
+        "                             reserved and time-averaged reserved over live;\n"
+        "                             device allocations per 1,000 events (relo,\n"
+        "                             PyTorch); bytes moved. A TRACE that is a folder\n"
+        "                             stands for its *.trace and *.trace.gz files, in\n"
+        "                             name order. Runs every replay it needs itself,\n"
+        "                             so it takes no --fit, --capacity, --placement,\n"
         "                             --no-relocation, --baseline, --sweep or outputs\n"
         "  --json                     machine-readable report on stdout\n"
         "  --svg FILE                 timeline picture; with several traces each gets\n"
         "                             FILE with '-TRACENAME' (then '-2', '-3' for a\n"
         "                             name seen before) before its extension\n"
         "  --html FILE                interactive report (one self-contained page):\n"
-        "                             timeline of this replay, the other policy and\n"
-        "                             the baselines, with zoom, pan and hover; page\n"
-        "                             maps at kept events; relocations. Several\n"
+        "                             timeline of this replay, the other placement\n"
+        "                             and the baselines, with zoom, pan and hover;\n"
+        "                             page maps at kept events; relocations. Several\n"
         "                             traces: as for --svg\n"
         "  --quiet                    no table, no progress bar, no 'written' note\n"
         "  --version                  relo-replay's and the library's versions\n"
         "  --help                     this text\n"
-        "\n"
-        "--policy dense with --layout exclusive is refused: the layout would replace\n"
-        "the policy's placement.\n"
         "\n"
         "exit status (the highest that applies): 0 every replay completed; 1 a replay\n"
         "failed (out of memory at the given capacity, a byte check failed, a relo\n"
@@ -102,7 +106,19 @@ void options_usage(FILE *f)
         f);
 }
 
-/* --table decides the replays, policies, baselines and output itself:
+const char *options_placement_word(relo_placement placement)
+{
+    switch (placement) {
+    case RELO_PLACEMENT_ADAPTIVE: return "adaptive";
+    case RELO_PLACEMENT_EXCLUSIVE: return "exclusive";
+    case RELO_PLACEMENT_DEFAULT:
+    case RELO_PLACEMENT_PACKED:
+    case RELO_PLACEMENT_COUNT: break;
+    }
+    return "packed";
+}
+
+/* --table decides the replays, placements, baselines and output itself:
  * refuses, naming it, an option that would set one of them. */
 static bool table_options_ok(const options *o)
 {
@@ -110,14 +126,13 @@ static bool table_options_ok(const options *o)
     for (int k = 0; k < BASELINE_KIND_COUNT; k++) any_baseline = any_baseline || o->baselines[k];
     const char *clash = o->fit || o->capacity ? "--fit and --capacity"
                         : o->sweep ? "--sweep"
-                        : o->policy != RELO_POLICY_DEFAULT ? "--policy"
-                        : o->layout != RELO_LAYOUT_ADAPTIVE ? "--layout"
+                        : o->placement != RELO_PLACEMENT_DEFAULT ? "--placement"
                         : o->relocation != RELO_RELOCATION_AUTO ? "--no-relocation"
                         : any_baseline ? "--baseline"
                         : o->json || o->svg || o->html ? "--json, --svg and --html"
                         : NULL;
     if (clash) {
-        fprintf(stderr, "relo-replay: --table runs the replays it reports itself (both policies, both\n"
+        fprintf(stderr, "relo-replay: --table runs the replays it reports itself (both placements, both\n"
                         "  PyTorch models, each fitted); leave out %s\n", clash);
         return false;
     }
@@ -209,9 +224,9 @@ options_result options_parse(int argc, char **argv, options *o)
         memcpy(name, arg, n);
         name[n] = '\0';
         if (eq) value = eq + 1;
-        static const char *const with_value[] = {"--backend", "--capacity", "--layout", "--policy",
+        static const char *const with_value[] = {"--backend", "--capacity", "--placement",
                                                  "--format", "--svg", "--baseline", "--html", "--max-events",
-                                                 "--granule", "--sweep", "--release-threshold",
+                                                 "--granule", "--sweep", "--cache-limit",
                                                  "--table"};
         bool wants = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
@@ -252,13 +267,13 @@ options_result options_parse(int argc, char **argv, options *o)
                                 "  such as 2M or 64K; 1 charges plain bytes)\n", value);
                 return OPTIONS_EXIT_USAGE;
             }
-        } else if (strcmp(name, "--release-threshold") == 0) {
+        } else if (strcmp(name, "--cache-limit") == 0) {
             if (strcmp(value, "proportional") == 0) {
-                o->release_threshold = RELO_RELEASE_THRESHOLD_PROPORTIONAL;
+                o->cache_limit = RELO_CACHE_LIMIT_PROPORTIONAL;
             } else if (strcmp(value, "never") == 0) {
-                o->release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
-            } else if (!units_parse_bytes(value, &o->release_threshold) || o->release_threshold == 0) {
-                fprintf(stderr, "relo-replay: invalid value '%s' for --release-threshold (expected proportional,\n"
+                o->cache_limit = RELO_CACHE_LIMIT_NEVER;
+            } else if (!units_parse_bytes(value, &o->cache_limit) || o->cache_limit == 0) {
+                fprintf(stderr, "relo-replay: invalid value '%s' for --cache-limit (expected proportional,\n"
                                 "  never, or a byte count above 0 such as 64M; 1 keeps no empty page)\n", value);
                 return OPTIONS_EXIT_USAGE;
             }
@@ -279,14 +294,12 @@ options_result options_parse(int argc, char **argv, options *o)
             }
             o->sweep = true;
             if (o->sweep_from_fit) o->fit = true;
-        } else if (strcmp(name, "--layout") == 0) {
-            static const char *const names[] = {"adaptive", "exclusive"};
-            if (!pick(value, names, 2, &k)) return bad_choice(name, value, names, 2);
-            o->layout = k == 0 ? RELO_LAYOUT_ADAPTIVE : RELO_LAYOUT_EXCLUSIVE;
-        } else if (strcmp(name, "--policy") == 0) {
-            static const char *const names[] = {"seed", "dense"};
-            if (!pick(value, names, 2, &k)) return bad_choice(name, value, names, 2);
-            o->policy = k == 0 ? RELO_POLICY_SEED : RELO_POLICY_DENSE;
+        } else if (strcmp(name, "--placement") == 0) {
+            static const char *const names[] = {"packed", "adaptive", "exclusive"};
+            static const relo_placement placements[] = {RELO_PLACEMENT_PACKED, RELO_PLACEMENT_ADAPTIVE,
+                                                        RELO_PLACEMENT_EXCLUSIVE};
+            if (!pick(value, names, 3, &k)) return bad_choice(name, value, names, 3);
+            o->placement = placements[k];
         } else if (strcmp(name, "--format") == 0) {
             static const char *const names[] = {"auto", "relo", "rmm"};
             if (!pick(value, names, 3, &k)) return bad_choice(name, value, names, 3);
@@ -340,12 +353,6 @@ options_result options_parse(int argc, char **argv, options *o)
     if (o->verify_full && !replay_backend_has_bytes(o->backend)) {
         fprintf(stderr, "relo-replay: --verify-full checks bytes, and the %s backend holds none\n"
                         "  (use --backend host, opencl or vulkan)\n", replay_backend_name(o->backend));
-        return OPTIONS_EXIT_USAGE;
-    }
-    if (o->policy == RELO_POLICY_DENSE && o->layout == RELO_LAYOUT_EXCLUSIVE) {
-        fprintf(stderr, "relo-replay: --policy dense and --layout exclusive do not combine: the exclusive\n"
-                        "  layout replaces the dense policy's placement, so the report would name a\n"
-                        "  policy that did not run (choose one)\n");
         return OPTIONS_EXIT_USAGE;
     }
     if (o->table != OPTIONS_TABLE_NONE && !table_options_ok(o)) return OPTIONS_EXIT_USAGE;

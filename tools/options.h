@@ -34,10 +34,9 @@ typedef struct options {
     double sweep_from;          /**< else at this × peak live */
     double sweep_to;            /**< ... and ends at this × peak live */
     double sweep_step;          /**< ... by steps of this × peak live */
-    relo_layout layout;
+    relo_placement placement;   /**< --placement; RELO_PLACEMENT_DEFAULT when not given */
     relo_relocation relocation;
-    relo_policy policy;
-    uint64_t release_threshold; /**< --release-threshold: relo_device_desc.release_threshold; 0 = default */
+    uint64_t cache_limit;       /**< --cache-limit: relo_device_desc.cache_limit; 0 = default */
     bool json;
     bool quiet;
     bool verify_full;
@@ -66,5 +65,9 @@ options_result options_parse(int argc, char **argv, options *o);
 
 /** Prints the help text to f. */
 void options_usage(FILE *f);
+
+/** The word --placement takes for a placement ("packed", "adaptive",
+ *  "exclusive"), the one reports and pictures print; DEFAULT is "packed". */
+const char *options_placement_word(relo_placement placement);
 
 #endif /* RELO_TOOLS_OPTIONS_H */

@@ -66,10 +66,9 @@ static replay_config base_config(const options *o, progress *bar)
     replay_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.backend = o->backend;
-    cfg.layout = o->layout;
+    cfg.placement = o->placement;
     cfg.relocation = o->relocation;
-    cfg.policy = o->policy;
-    cfg.release_threshold = o->release_threshold;
+    cfg.cache_limit = o->cache_limit;
     cfg.granule = o->granule;
     cfg.verify_full = o->verify_full;
     cfg.progress = bar->enabled ? bar : NULL;

@@ -75,11 +75,11 @@ static bool setup(replay_state *s)
     if (st != RELO_OK) return failf(s, st, 0, "%s", msg);
     relo_device_desc desc;
     memset(&desc, 0, sizeof desc);
-    desc.layout = cfg->layout;
+    desc.size = sizeof desc;
+    desc.placement = cfg->placement;
     desc.relocation = cfg->relocation;
-    desc.policy = cfg->policy;
     desc.capacity = cfg->capacity;
-    desc.release_threshold = cfg->release_threshold;
+    desc.cache_limit = cfg->cache_limit;
     st = relo_device_create(&desc, backend, &s->device);
     if (st != RELO_OK) {
         relo_backend_destroy(backend);

@@ -39,10 +39,9 @@ typedef struct replay_config {
     replay_backend_kind backend;
     uint64_t capacity;          /**< backend and device capacity; 0 = unlimited */
     uint64_t granule;           /**< sim, host: what the backend charges buffers in; 0 = its default */
-    relo_layout layout;
+    relo_placement placement;   /**< relo_device_desc.placement; 0 = relo's default */
     relo_relocation relocation;
-    relo_policy policy;
-    uint64_t release_threshold; /**< relo_device_desc.release_threshold; 0 = relo's default */
+    uint64_t cache_limit;       /**< relo_device_desc.cache_limit; 0 = relo's default */
     bool record;                /**< keep samples and latencies (off inside a fit search) */
     bool verify_full;           /**< host: check every byte, not the sparse windows */
     progress *progress;         /**< may be NULL */

@@ -11,16 +11,6 @@
 #include "baseline_report.h"
 #include "units.h"
 
-static const char *layout_name(relo_layout l)
-{
-    return l == RELO_LAYOUT_EXCLUSIVE ? "exclusive" : "adaptive";
-}
-
-static const char *policy_name(relo_policy p)
-{
-    return p == RELO_POLICY_SEED ? "seed" : "dense";
-}
-
 double report_per_1k_events(uint64_t calls, uint64_t events_done)
 {
     return events_done ? 1000.0 * (double)calls / (double)events_done : 0.0;
@@ -81,9 +71,9 @@ void report_text(FILE *f, const report *rep)
     const options *o = rep->o;
     char cap[32];
     fprintf(f, "%s\n", t->name);
-    fprintf(f, "  %-26s %s, layout %s, relocation %s, policy %s, capacity %s\n", "replay",
-            replay_backend_name(o->backend), layout_name(o->layout),
-            o->relocation == RELO_RELOCATION_OFF ? "off" : "auto", policy_name(o->policy),
+    fprintf(f, "  %-26s %s, placement %s, relocation %s, capacity %s\n", "replay",
+            replay_backend_name(o->backend), options_placement_word(o->placement),
+            o->relocation == RELO_RELOCATION_OFF ? "off" : "auto",
             rep->capacity ? units_format_bytes(rep->capacity, cap, sizeof cap) : "unlimited");
     fprintf(f, "  %-26s %20zu  (%u allocations, %u stream%s)\n", "events", t->event_count,
             t->alloc_count, t->stream_count, t->stream_count == 1 ? "" : "s");
@@ -178,9 +168,9 @@ void report_json(FILE *f, const report *rep)
     report_json_string(f, t->name);
     fputs(",\"file\":", f);
     report_json_string(f, rep->path);
-    fprintf(f, ",\"backend\":\"%s\",\"layout\":\"%s\",\"relocation\":\"%s\",\"policy\":\"%s\"",
-            replay_backend_name(o->backend), layout_name(o->layout),
-            o->relocation == RELO_RELOCATION_OFF ? "off" : "auto", policy_name(o->policy));
+    fprintf(f, ",\"backend\":\"%s\",\"placement\":\"%s\",\"relocation\":\"%s\"",
+            replay_backend_name(o->backend), options_placement_word(o->placement),
+            o->relocation == RELO_RELOCATION_OFF ? "off" : "auto");
     json_u64_or_null(f, "capacity", rep->capacity != 0, rep->capacity);
     json_u64_or_null(f, "granule", o->backend != REPLAY_BACKEND_OPENCL, o->granule);
     fprintf(f, ",\"ok\":%s,\"status\":\"%s\"", r->status == RELO_OK ? "true" : "false",

@@ -404,10 +404,9 @@ bool svg_write(const char *path, const report *rep)
     const options *o = rep->o;
     if (rep->fit && rep->fit->found)
         snprintf(fit, sizeof fit, " · fit ratio %.3f", (double)rep->fit->capacity / (double)rep->t->peak_live_bytes);
-    fprintf(f, "<text x=\"%d\" y=\"50\" class=\"sub\">%s backend · %s layout · %s policy · relocation %s · "
+    fprintf(f, "<text x=\"%d\" y=\"50\" class=\"sub\">%s backend · %s placement · relocation %s · "
                "capacity %s · %zu events · peak reserved/live %.3f%s</text>\n",
-            LEFT, replay_backend_name(o->backend), o->layout == RELO_LAYOUT_EXCLUSIVE ? "exclusive" : "adaptive",
-            o->policy == RELO_POLICY_SEED ? "seed" : "dense",
+            LEFT, replay_backend_name(o->backend), options_placement_word(o->placement),
             o->relocation == RELO_RELOCATION_OFF ? "off" : "auto",
             rep->capacity ? units_format_bytes(rep->capacity, cap, sizeof cap) : "unlimited",
             rep->t->event_count,

@@ -35,7 +35,7 @@ typedef struct sweep_result {
 
 /**
  * Replays t at from, from + step, ... up to and including to (step ≥ 1).
- * cfg gives backend, granule, layout, relocation and policy; its capacity
+ * cfg gives backend, granule, placement and relocation; its capacity
  * and record fields are ignored. Returns true when every replay completed.
  * A range of more than SWEEP_MAX_REPLAYS capacities runs nothing: false,
  * with status RELO_ERR_INVALID_ARGUMENT and a sentence in error.

@@ -22,7 +22,7 @@
 
 const char *table_run_kind_name(table_run_kind k)
 {
-    static const char *const names[TABLE_RUN_COUNT] = {"dense", "seed", "pytorch", "pytorch-expandable"};
+    static const char *const names[TABLE_RUN_COUNT] = {"packed", "adaptive", "pytorch", "pytorch-expandable"};
     return (unsigned)k < TABLE_RUN_COUNT ? names[k] : "unknown";
 }
 
@@ -31,13 +31,13 @@ static double ratio(uint64_t a, uint64_t b)
     return b ? (double)a / (double)b : 0.0;
 }
 
-/* relo under one policy: an unlimited replay, recorded for memory over
+/* relo under one placement: an unlimited replay, recorded for memory over
  * time, whose peak reserved bounds the fit search from above, as
  * relo-replay --fit does. */
-static void measure_relo(const trace *t, const replay_config *base, relo_policy policy, table_run *out)
+static void measure_relo(const trace *t, const replay_config *base, relo_placement placement, table_run *out)
 {
     replay_config cfg = *base;
-    cfg.policy = policy;
+    cfg.placement = placement;
     cfg.capacity = 0;
     cfg.record = true;
     cfg.observer = NULL;
@@ -100,8 +100,8 @@ bool table_measure(const trace *t, const char *path, const replay_config *base, 
         out->floor_ratio = hold_bound_fit_floor(&hb);
         hold_bound_free(&hb);
     }
-    measure_relo(t, base, RELO_POLICY_DEFAULT, &out->runs[TABLE_RUN_DENSE]);
-    measure_relo(t, base, RELO_POLICY_SEED, &out->runs[TABLE_RUN_SEED]);
+    measure_relo(t, base, RELO_PLACEMENT_DEFAULT, &out->runs[TABLE_RUN_PACKED]);
+    measure_relo(t, base, RELO_PLACEMENT_ADAPTIVE, &out->runs[TABLE_RUN_ADAPTIVE]);
     for (int k = 0; k < BASELINE_KIND_COUNT; k++)
         measure_baseline(t, (baseline_kind)k, &out->runs[TABLE_RUN_PYTORCH + k]);
     bool ok = true;
@@ -129,8 +129,8 @@ static void format_fit(const table_row *row, table_run_kind k, char *out, size_t
 typedef enum column_id {
     COL_TRACE = 0,
     COL_PEAK_LIVE,
-    COL_FIT_DENSE,
-    COL_FIT_SEED,
+    COL_FIT_PACKED,
+    COL_FIT_ADAPTIVE,
     COL_FIT_PYTORCH,
     COL_FIT_PYTORCH_EXPANDABLE,
     COL_FLOOR,
@@ -151,8 +151,8 @@ typedef struct column {
 static const column columns[COL_COUNT] = {
     {"trace", "trace", -26},
     {"peak live", "peak live", 10},
-    {"fit: dense (default)", "dense", 6},
-    {"fit: seed", "seed", 6},
+    {"fit: packed (default)", "packed", 6},
+    {"fit: adaptive", "adaptive", 8},
     {"fit: PyTorch", "pytorch", 7},
     {"fit: PyTorch expandable", "expand.", 7},
     {"floor", "floor", 6},
@@ -166,26 +166,26 @@ static const column columns[COL_COUNT] = {
 /* Cell c of row into out. */
 static void format_cell(const table_row *row, column_id c, char *out, size_t cap)
 {
-    const table_run *dense = &row->runs[TABLE_RUN_DENSE];
+    const table_run *packed = &row->runs[TABLE_RUN_PACKED];
     const table_run *pytorch = &row->runs[TABLE_RUN_PYTORCH];
     switch (c) {
     case COL_TRACE: snprintf(out, cap, "%s", row->name); break;
     case COL_PEAK_LIVE: units_format_bytes(row->peak_live, out, cap); break;
-    case COL_FIT_DENSE: format_fit(row, TABLE_RUN_DENSE, out, cap); break;
-    case COL_FIT_SEED: format_fit(row, TABLE_RUN_SEED, out, cap); break;
+    case COL_FIT_PACKED: format_fit(row, TABLE_RUN_PACKED, out, cap); break;
+    case COL_FIT_ADAPTIVE: format_fit(row, TABLE_RUN_ADAPTIVE, out, cap); break;
     case COL_FIT_PYTORCH: format_fit(row, TABLE_RUN_PYTORCH, out, cap); break;
     case COL_FIT_PYTORCH_EXPANDABLE: format_fit(row, TABLE_RUN_PYTORCH_EXPANDABLE, out, cap); break;
     case COL_FLOOR: snprintf(out, cap, "%.3f", row->floor_ratio); break;
     case COL_UNLIMITED:
-        if (dense->completed) snprintf(out, cap, "%.3f", ratio(dense->peak_reserved, dense->peak_live));
+        if (packed->completed) snprintf(out, cap, "%.3f", ratio(packed->peak_reserved, packed->peak_live));
         else snprintf(out, cap, "-");
         break;
     case COL_TIME_AVG:
-        if (dense->completed) snprintf(out, cap, "%.3f", dense->time_avg_ratio);
+        if (packed->completed) snprintf(out, cap, "%.3f", packed->time_avg_ratio);
         else snprintf(out, cap, "-");
         break;
     case COL_ALLOCS_RELO:
-        if (dense->completed) format_per_1k(dense->allocs_per_1k, out, cap);
+        if (packed->completed) format_per_1k(packed->allocs_per_1k, out, cap);
         else snprintf(out, cap, "-");
         break;
     case COL_ALLOCS_PYTORCH:
@@ -193,7 +193,7 @@ static void format_cell(const table_row *row, column_id c, char *out, size_t cap
         else snprintf(out, cap, "-");
         break;
     case COL_BYTES_MOVED:
-        if (dense->completed) units_format_bytes(dense->bytes_moved, out, cap);
+        if (packed->completed) units_format_bytes(packed->bytes_moved, out, cap);
         else snprintf(out, cap, "-");
         break;
     default: snprintf(out, cap, "?"); break;
@@ -303,11 +303,11 @@ void table_end(FILE *f, const options *o)
     if (o->table == OPTIONS_TABLE_JSON) {
         fputs("\n]}\n", f);
     } else if (o->table == OPTIONS_TABLE_TEXT) {
-        fputs("fit ratios (smallest device the trace completes on / peak live): dense, seed, pytorch and\n"
+        fputs("fit ratios (smallest device the trace completes on / peak live): packed, adaptive, pytorch and\n"
               "expand. (PyTorch with expandable segments); floor: peak live rounded up to the granule / peak\n"
               "live; on an unlimited device: unlim. (peak reserved / peak live), t-avg (time-averaged\n"
-              "reserved / live), allocs and pt-alloc (device allocations per 1,000 events, relo's dense\n"
-              "policy and PyTorch's), moved (bytes relocation copied)\n",
+              "reserved / live), allocs and pt-alloc (device allocations per 1,000 events, relo's packed\n"
+              "placement and PyTorch's), moved (bytes relocation copied)\n",
               f);
     }
 }

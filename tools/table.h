@@ -5,7 +5,7 @@
  *
  * A row is measured with the replayer's own parts, exactly as the
  * per-trace report measures the same figures: an unlimited replay
- * (replay_run, recording) and a bisection (fit_search) under each policy,
+ * (replay_run, recording) and a bisection (fit_search) under each placement,
  * each PyTorch model replayed and fitted (baseline_measure_run), and the
  * granule floor (hold_bound_fit_floor).
  */
@@ -23,14 +23,14 @@
 
 /** The allocators a row measures, in the order its columns give them. */
 typedef enum table_run_kind {
-    TABLE_RUN_DENSE = 0,            /**< relo, RELO_POLICY_DEFAULT (the dense policy) */
-    TABLE_RUN_SEED,                 /**< relo, RELO_POLICY_SEED */
+    TABLE_RUN_PACKED = 0,           /**< relo, RELO_PLACEMENT_DEFAULT (the packed placement) */
+    TABLE_RUN_ADAPTIVE,             /**< relo, RELO_PLACEMENT_ADAPTIVE */
     TABLE_RUN_PYTORCH,              /**< the model of PyTorch's caching allocator (BASELINE_PYTORCH) */
     TABLE_RUN_PYTORCH_EXPANDABLE,   /**< the same with expandable segments */
     TABLE_RUN_COUNT
 } table_run_kind;
 
-/** The name a run has in JSON ("dense", "seed", "pytorch", "pytorch-expandable"). */
+/** The name a run has in JSON ("packed", "adaptive", "pytorch", "pytorch-expandable"). */
 const char *table_run_kind_name(table_run_kind k);
 
 /** One allocator on one trace: its unlimited replay and its fit. */
@@ -58,8 +58,8 @@ typedef struct table_row {
 } table_row;
 
 /**
- * Measures t's row. base gives the backend, granule, release threshold
- * and progress bar (its policy, capacity and record fields are set here).
+ * Measures t's row. base gives the backend, granule, cache limit and
+ * progress bar (its placement, capacity and record fields are set here).
  * Always fills *out; returns whether every replay completed and every fit
  * was found (else each failing run's error says why).
  */

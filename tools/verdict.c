@@ -11,11 +11,6 @@
 #include "fit.h"
 #include "units.h"
 
-static const char *policy_name(relo_policy p)
-{
-    return p == RELO_POLICY_SEED ? "seed" : "dense";
-}
-
 static double per_1k(uint64_t calls, uint64_t events_done)
 {
     return events_done ? 1000.0 * (double)calls / (double)events_done : 0.0;
@@ -97,15 +92,14 @@ static void set_fit(verdict *v, verdict_row *w, bool fitted, bool found, uint64_
 }
 
 /* The replay settings relo-replay gives its own runs. */
-static replay_config config_of(const options *o, relo_policy policy, uint64_t capacity)
+static replay_config config_of(const options *o, relo_placement placement, uint64_t capacity)
 {
     replay_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.backend = o->backend;
-    cfg.layout = o->layout;
+    cfg.placement = placement;
     cfg.relocation = o->relocation;
-    cfg.policy = policy;
-    cfg.release_threshold = o->release_threshold;
+    cfg.cache_limit = o->cache_limit;
     cfg.granule = o->granule;
     cfg.verify_full = o->verify_full;
     cfg.capacity = capacity;
@@ -120,16 +114,17 @@ static replay_result *own_replay(verdict *v, const replay_config *cfg)
     return r;
 }
 
-/* relo's other policy: on the reported device, and with --fit, its own fit
- * (searched as relo-replay --fit searches: from an unlimited replay's peak)
- * and a run there when the reported device was too small. */
-static void other_policy(verdict *v, const report *rep)
+/* relo's other placement (adaptive beside packed, the default beside any
+ * other): on the reported device, and with --fit, its own fit (searched as
+ * relo-replay --fit searches: from an unlimited replay's peak) and a run
+ * there when the reported device was too small. */
+static void other_placement(verdict *v, const report *rep)
 {
     const options *o = rep->o;
-    relo_policy p = o->policy == RELO_POLICY_SEED ? RELO_POLICY_DENSE : RELO_POLICY_SEED;
-    if (p == RELO_POLICY_DENSE && o->layout == RELO_LAYOUT_EXCLUSIVE) return;
+    relo_placement own = o->placement == RELO_PLACEMENT_DEFAULT ? RELO_PLACEMENT_PACKED : o->placement;
+    relo_placement p = own == RELO_PLACEMENT_PACKED ? RELO_PLACEMENT_ADAPTIVE : RELO_PLACEMENT_PACKED;
     char name[32];
-    snprintf(name, sizeof name, "relo %s", policy_name(p));
+    snprintf(name, sizeof name, "relo %s", options_placement_word(p));
     int row = v->row_count;
     verdict_row *w = add_row(v, name, true);
     replay_config cfg = config_of(o, p, v->capacity);
@@ -184,12 +179,12 @@ void verdict_build(verdict *v, const report *rep, bool other)
     v->t = rep->t;
     v->capacity = rep->capacity;
     char name[32];
-    snprintf(name, sizeof name, "relo %s", policy_name(rep->o->policy));
+    snprintf(name, sizeof name, "relo %s", options_placement_word(rep->o->placement));
     verdict_row *w = add_row(v, name, true);
     set_fit(v, w, rep->fit != NULL, rep->fit && rep->fit->found, rep->fit ? rep->fit->capacity : 0);
     relo_run(v, 0, false, rep->capacity, rep->r);
     if (rep->at_fit && rep->at_fit != rep->r) relo_run(v, 0, true, rep->fit->capacity, rep->at_fit);
-    if (other) other_policy(v, rep);
+    if (other) other_placement(v, rep);
     baselines(v, rep);
     /* Each allocator's figures: its first run that completed, which is the
      * reported one where that did, else the one on its fit capacity. */

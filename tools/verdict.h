@@ -20,14 +20,14 @@
 #include "replay.h"
 #include "report.h"
 
-/** The most allocators: relo's policy, relo's other policy, each baseline. */
+/** The most allocators: relo's placement, relo's other placement, each baseline. */
 #define VERDICT_MAX_ROWS (2 + BASELINE_KIND_COUNT)
 /** The most runs: each allocator on the reported capacity and on its fit. */
 #define VERDICT_MAX_RUNS (2 * VERDICT_MAX_ROWS)
 
 /** One replay on one capacity. */
 typedef struct verdict_run {
-    char name[80];              /**< e.g. "relo dense, 94.0 MiB", "pytorch, fit 117 MiB" */
+    char name[80];              /**< e.g. "relo packed, 94.0 MiB", "pytorch, fit 117 MiB" */
     int row;                    /**< the allocator (index into verdict.rows) */
     bool relo;                  /**< a relo replay (else a baseline model) */
     bool at_fit;                /**< on the allocator's fit capacity */
@@ -47,7 +47,7 @@ typedef struct verdict_run {
 
 /** One allocator. */
 typedef struct verdict_row {
-    char name[32];              /**< "relo dense", "relo seed", "pytorch", "pytorch-expandable" */
+    char name[32];              /**< "relo packed", "relo adaptive", "pytorch", ... */
     bool relo;
     bool fitted;                /**< a fit search ran */
     bool fit_found;
@@ -73,15 +73,15 @@ typedef struct verdict {
 
 /**
  * Builds the verdict of rep: relo's reported replay first (runs[0] is
- * rep->r), then with other_policy relo's other policy on the same device
- * (with a fit search of its own when rep->fit is set, so that its fit
- * matches what --fit --policy OTHER reports), then each baseline. Where an
+ * rep->r), then with other_placement relo's other placement on the same
+ * device (adaptive beside packed, packed beside adaptive or exclusive; with
+ * a fit search of its own when rep->fit is set, so that its fit matches
+ * what --fit --placement OTHER reports), then each baseline. Where an
  * allocator did not complete on the reported capacity and a fit was found,
- * a run on its fit capacity is added (relo's own policy: rep->at_fit).
- * The other policy is left out where it cannot run (exclusive layout with
- * dense). Always fills *v; free it with verdict_free. rep must outlive v.
+ * a run on its fit capacity is added (relo's own placement: rep->at_fit).
+ * Always fills *v; free it with verdict_free. rep must outlive v.
  */
-void verdict_build(verdict *v, const report *rep, bool other_policy);
+void verdict_build(verdict *v, const report *rep, bool other_placement);
 
 /** Frees the replays v made. */
 void verdict_free(verdict *v);

@@ -13,14 +13,25 @@
 #include "core/log.h"
 #include "pass/relocation.h"
 
+/* The size of the first relo_device_desc that had a size field, this
+ * version's: a caller's desc may be no smaller. A later version that adds
+ * fields keeps this value and reads the new fields only from a desc whose
+ * size holds them. */
+#define DEVICE_DESC_FIRST_SIZE ((uint32_t)sizeof(relo_device_desc))
+
 relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backend, relo_device **out)
 {
     if (!backend || !out) return RELO_ERR_INVALID_ARGUMENT;
     relo_device_desc d0;
     memset(&d0, 0, sizeof d0);
-    if (desc) d0 = *desc;
-    if ((unsigned)d0.layout >= RELO_LAYOUT_COUNT || (unsigned)d0.relocation >= RELO_RELOCATION_COUNT ||
-        (unsigned)d0.policy >= RELO_POLICY_COUNT || (unsigned)d0.page_free >= RELO_PAGE_FREE_COUNT)
+    if (desc) {
+        uint32_t size = desc->size ? desc->size : (uint32_t)sizeof d0;
+        if (size < DEVICE_DESC_FIRST_SIZE || size > sizeof d0) return RELO_ERR_INVALID_ARGUMENT;
+        /* Only what the caller's desc holds; the rest keeps its default. */
+        memcpy(&d0, desc, size);
+    }
+    if ((unsigned)d0.placement >= RELO_PLACEMENT_COUNT || (unsigned)d0.relocation >= RELO_RELOCATION_COUNT ||
+        (unsigned)d0.page_free >= RELO_PAGE_FREE_COUNT)
         return RELO_ERR_INVALID_ARGUMENT;
     if (backend->props.alignment == 0 || backend->props.max_page_size < backend->props.alignment)
         return RELO_ERR_INVALID_ARGUMENT;
@@ -40,10 +51,11 @@ relo_status relo_device_create(const relo_device_desc *desc, relo_backend *backe
     d->granule = backend->props.granule > 1 ? backend->props.granule : 1;
     d->capacity = d0.capacity ? d0.capacity : backend->props.capacity;
     d0.capacity = d->capacity;
-    if (d0.policy == RELO_POLICY_DEFAULT) d0.policy = RELO_POLICY_DENSE;
-    if (d0.release_threshold == 0) d0.release_threshold = RELO_RELEASE_THRESHOLD_DEFAULT;
+    d0.size = (uint32_t)sizeof d0;
+    if (d0.placement == RELO_PLACEMENT_DEFAULT) d0.placement = RELO_PLACEMENT_PACKED;
+    if (d0.cache_limit == 0) d0.cache_limit = RELO_CACHE_LIMIT_DEFAULT;
     d->desc = d0;
-    d->layout = relo__layout_pick(d0.layout, d0.policy);
+    d->layout = relo__layout_pick(d0.placement);
     *out = d;
     return RELO_OK;
 no_releaser:

@@ -152,7 +152,7 @@ relo_status relo_pass_end(relo_pass *pass, relo_pass_outcome outcome)
     relo_copy_outcome o = (relo_copy_outcome)outcome;
     if (pass->copied && pass->copy_outcome > o) o = (relo_copy_outcome)pass->copy_outcome;
     /* Pages the pass emptied go back, as after a reclaim (relo__pass_close
-     * gives back the outdated ones; the dense pools' stay cached there). */
+     * gives back the outdated ones; the packed layout's pools' stay cached there). */
     if (relo__pass_close(pass, o)) relo__trim(d, pass->scope, 0);
     relo__free(pass);
     relo__device_unlock(d);

@@ -26,7 +26,7 @@ typedef struct relo__hostlike {
                                       next_address; relo's own lock (base/lock.h), whose uncontended
                                       take and give are a compare-exchange and an exchange
                                       where glibc's mutex pair costs about 33 instructions: a
-                                      page the dense policy takes and gives back pays two */
+                                      page the packed placement takes and gives back pays two */
     relo_host_desc faults;         /* refuse_* and fail_* in force; the rest unused */
     uint64_t capacity;             /* bytes lent before refusing; 0 = unlimited */
     uint64_t max_page_size;        /* largest buffer accepted */

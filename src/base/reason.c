@@ -13,7 +13,7 @@ const char *relo__reason_name(relo_reason reason)
     case RELO_REASON_CAPTURE: return "RELO_REASON_CAPTURE";
     case RELO_REASON_COMPACT: return "RELO_REASON_COMPACT";
     case RELO_REASON_RUNTIME: return "RELO_REASON_RUNTIME";
-    case RELO_REASON_THRESHOLD: return "RELO_REASON_THRESHOLD";
+    case RELO_REASON_CACHE_LIMIT: return "RELO_REASON_CACHE_LIMIT";
     case RELO_REASON_COUNT: break;
     }
     return "RELO_REASON_UNKNOWN";

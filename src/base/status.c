@@ -42,14 +42,15 @@ const char *relo_mode_name(relo_mode mode)
     return "RELO_MODE_UNKNOWN";
 }
 
-const char *relo_layout_name(relo_layout layout)
+const char *relo_placement_name(relo_placement placement)
 {
-    switch (layout) {
-    case RELO_LAYOUT_ADAPTIVE: return "RELO_LAYOUT_ADAPTIVE";
-    case RELO_LAYOUT_EXCLUSIVE: return "RELO_LAYOUT_EXCLUSIVE";
-    case RELO_LAYOUT_COUNT: break;
+    switch (placement) {
+#define RELO_X_(name, value, text) case name: return #name;
+        RELO_PLACEMENT_LIST(RELO_X_)
+#undef RELO_X_
+    case RELO_PLACEMENT_COUNT: break;
     }
-    return "RELO_LAYOUT_UNKNOWN";
+    return "RELO_PLACEMENT_UNKNOWN";
 }
 
 const char *relo_relocation_name(relo_relocation relocation)
@@ -60,17 +61,6 @@ const char *relo_relocation_name(relo_relocation relocation)
     case RELO_RELOCATION_COUNT: break;
     }
     return "RELO_RELOCATION_UNKNOWN";
-}
-
-const char *relo_policy_name(relo_policy policy)
-{
-    switch (policy) {
-    case RELO_POLICY_DEFAULT: return "RELO_POLICY_DEFAULT";
-    case RELO_POLICY_SEED: return "RELO_POLICY_SEED";
-    case RELO_POLICY_DENSE: return "RELO_POLICY_DENSE";
-    case RELO_POLICY_COUNT: break;
-    }
-    return "RELO_POLICY_UNKNOWN";
 }
 
 const char *relo_log_level_name(relo_log_level level)

@@ -53,7 +53,7 @@ struct relo_device {
     relo_held held;                 /* every page held, every stream; counters outlive streams */
     uint64_t trim_stuck;            /* empty bytes the last automatic trim could not give back */
     uint64_t pack_moved;            /* requested bytes moved by packing nothing waited on (policy/steps.c) */
-    uint64_t pack_retry_at;         /* after packing past the threshold moved nothing: bytes
+    uint64_t pack_retry_at;         /* after packing past the cache limit moved nothing: bytes
                                        allocated in all before it is tried again, ... */
     uint64_t pack_stuck;            /* ... unless more than this is held past it (policy/steps.c) */
     uint64_t peak_bytes_in_use;     /* highest bytes_allocated_total - bytes_freed_total */

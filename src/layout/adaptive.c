@@ -1,9 +1,9 @@
 /*
- * layout/adaptive.c — the seed policy's layout (layout/layout.h, design §3.6):
- * sizes up to 64 KiB in the small pool, 8 MiB pages carved first fit;
- * larger ones in the arena (pool/arena.h), whose pages grow with the
- * workload. The relocation that empties the arena's outdated pages is
- * pass/relocation.c's.
+ * layout/adaptive.c — the adaptive placement's layout (layout/layout.h,
+ * design §3.6): sizes up to 64 KiB in the small pool, 8 MiB pages carved
+ * first fit; larger ones in the arena (pool/arena.h), whose pages grow
+ * with the workload. The relocation that empties the arena's outdated
+ * pages is pass/relocation.c's.
  */
 #include "layout/layout.h"
 

@@ -1,19 +1,22 @@
 /*
  * layout/layout.h — how a stream's dynamic memory (RELO_MODE_AUTO, size > 0) is
  * carved into pools: the layouts, one file each behind one table of
- * operations, and the one place the device's desc picks among them.
+ * operations, named after the placement (relo_placement) each carries out,
+ * and the one place the device's desc picks among them.
  *
- *   adaptive   (layout/adaptive.c) the seed policy: sizes ≤ 64 KiB in the
- *              small pool (8 MiB pages, first fit), the rest in the arena
- *              (pool/arena.h: one sliced pool per page size grown through);
- *   dense      (layout/dense.c) the dense policy (docs/placement.md): best fit
- *              in a fine and a large pool whose pages follow the workload;
- *   buckets    (layout/buckets.c) RELO_LAYOUT_EXCLUSIVE: 24 exclusive
+ *   packed     (layout/packed.c) the packed placement, the default
+ *              (docs/placement.md): best fit in a fine and a large pool
+ *              whose pages follow the workload;
+ *   adaptive   (layout/adaptive.c) the adaptive placement: sizes ≤ 64 KiB
+ *              in the small pool (8 MiB pages, first fit), the rest in the
+ *              arena (pool/arena.h: one sliced pool per page size grown
+ *              through);
+ *   exclusive  (layout/exclusive.c) the exclusive placement: 24 exclusive
  *              pools of sizes spaced evenly in log scale.
  *
  * A layout knows pools and nothing above them: it gets its pools' home at
  * init. What moves (pass/relocation.c for the adaptive arena's outdated
- * pages, pass/compaction.c for dense) and when (policy/steps.c) lives in
+ * pages, pass/compaction.c for packed) and when (policy/steps.c) lives in
  * the folders above and asks the layout through the table; the
  * persistent, dedicated and tiny pools every stream has are the stream's
  * (core/stream.h).
@@ -30,13 +33,13 @@
 #include "pool/pool.h"
 
 typedef enum relo_layout_kind {
-    RELO_LAYOUT_KIND_ADAPTIVE = 0,
-    RELO_LAYOUT_KIND_DENSE,
-    RELO_LAYOUT_KIND_BUCKETS,
+    RELO_LAYOUT_KIND_PACKED = 0,
+    RELO_LAYOUT_KIND_ADAPTIVE,
+    RELO_LAYOUT_KIND_EXCLUSIVE,
     RELO_LAYOUT_KIND_COUNT
 } relo_layout_kind;
 
-/* ---- adaptive (the seed policy) ---------------------------------------- */
+/* ---- adaptive (the adaptive placement) ---------------------------------- */
 
 #define RELO_SMALL_MAX (64 * RELO_KiB)
 #define RELO_SMALL_PAGE (8 * RELO_MiB)
@@ -46,35 +49,35 @@ typedef struct relo_adaptive {
     relo_arena arena;               /* the rest */
 } relo_adaptive;
 
-/* ---- dense -------------------------------------------------------------- */
+/* ---- packed (the packed placement, the default) ------------------------- */
 
-#define RELO_DENSE_POOLS 2
-#define RELO_DENSE_FINE_MAX (1 * RELO_MiB)       /* fine pool: sizes up to this */
-#define RELO_DENSE_FINE_PAGE (2 * RELO_MiB)      /* ... on pages of at most this */
-#define RELO_DENSE_FINE_GRANULE (64 * RELO_KiB)  /* ... in multiples of this */
-#define RELO_DENSE_MEDIUM_MAX (10 * RELO_MiB)    /* large pool: a new page for sizes up to this */
-#define RELO_DENSE_MEDIUM_PAGE (20 * RELO_MiB)   /* ... is this big */
-#define RELO_DENSE_LARGE_GRANULE (2 * RELO_MiB)  /* ... else its request rounded to this */
-#define RELO_DENSE_SLACK_DIVISOR 16u  /* pack before a new page past live + live/16 */
-#define RELO_DENSE_QUIET_PAGES 8u     /* new pages before packing is tried again in vain */
-#define RELO_DENSE_PAGE_DIVISOR 64u   /* small pages ≤ peak live / 64 (within floor and base), but
+#define RELO_PACKED_POOLS 2
+#define RELO_PACKED_FINE_MAX (1 * RELO_MiB)       /* fine pool: sizes up to this */
+#define RELO_PACKED_FINE_PAGE (2 * RELO_MiB)      /* ... on pages of at most this */
+#define RELO_PACKED_FINE_GRANULE (64 * RELO_KiB)  /* ... in multiples of this */
+#define RELO_PACKED_MEDIUM_MAX (10 * RELO_MiB)    /* large pool: a new page for sizes up to this */
+#define RELO_PACKED_MEDIUM_PAGE (20 * RELO_MiB)   /* ... is this big */
+#define RELO_PACKED_LARGE_GRANULE (2 * RELO_MiB)  /* ... else its request rounded to this */
+#define RELO_PACKED_SLACK_DIVISOR 16u  /* pack before a new page past live + live/16 */
+#define RELO_PACKED_QUIET_PAGES 8u     /* new pages before packing is tried again in vain */
+#define RELO_PACKED_PAGE_DIVISOR 64u   /* small pages ≤ peak live / 64 (within floor and base), but
                                          at least the pool's largest_own (up to base) */
 
-typedef struct relo_dense {
-    relo_pool pools[RELO_DENSE_POOLS]; /* fine, large */
+typedef struct relo_packed {
+    relo_pool pools[RELO_PACKED_POOLS]; /* fine, large */
     uint32_t quiet;                 /* new pages before packing is tried again */
-    uint64_t largest_own[RELO_DENSE_POOLS]; /* the largest request above each pool's small-request
+    uint64_t largest_own[RELO_PACKED_POOLS]; /* the largest request above each pool's small-request
                                                bound that needed a new page (0 = none yet) */
-} relo_dense;
+} relo_packed;
 
-/* ---- buckets (RELO_LAYOUT_EXCLUSIVE) ------------------------------------ */
+/* ---- exclusive (the exclusive placement) -------------------------------- */
 
 #define RELO_BUCKETS 24
 
-typedef struct relo_buckets {
+typedef struct relo_exclusive {
     relo_pool *pools;               /* RELO_BUCKETS of them, allocated at init */
     uint32_t count;
-} relo_buckets;
+} relo_exclusive;
 
 /* ---- the table ---------------------------------------------------------- */
 
@@ -120,7 +123,7 @@ typedef struct relo_layout_ops {
      */
     relo_status (*reserve_new_page)(relo_stream_layout *layout, uint64_t size, uint32_t slot, relo_slice **out);
     /** After the pack want_pack asked for; gave_back: pages went back. */
-    void (*packed)(relo_stream_layout *layout, bool gave_back);
+    void (*pack_done)(relo_stream_layout *layout, bool gave_back);
     /** Adds the bytes live and held in the pools packing weighs (NULL: none). */
     void (*held)(const relo_stream_layout *layout, uint64_t *live, uint64_t *reserved);
     /**
@@ -141,25 +144,33 @@ typedef struct relo_layout_ops {
 } relo_layout_ops;
 
 /** A stream's layout: its table and only its own state (the largest,
- *  the adaptive layout's, sets the size; the buckets live apart). */
+ *  the adaptive layout's, sets the size; the exclusive layout's buckets
+ *  live apart). */
 struct relo_stream_layout {
     const relo_layout_ops *ops;
     union {
         relo_adaptive adaptive;
-        relo_dense dense;
-        relo_buckets buckets;
+        relo_packed packed;
+        relo_exclusive exclusive;
     };
 };
 
 extern const relo_layout_ops relo__layout_adaptive;
-extern const relo_layout_ops relo__layout_dense;
-extern const relo_layout_ops relo__layout_buckets;
+extern const relo_layout_ops relo__layout_packed;
+extern const relo_layout_ops relo__layout_exclusive;
 
-/** The layout a device's desc asks for: the one policy switch. */
-static inline const relo_layout_ops *relo__layout_pick(relo_layout layout, relo_policy policy)
+/** The layout of a placement (DEFAULT resolved, as relo_device_create
+ *  does, to PACKED): the one placement switch. */
+static inline const relo_layout_ops *relo__layout_pick(relo_placement placement)
 {
-    if (layout == RELO_LAYOUT_EXCLUSIVE) return &relo__layout_buckets;
-    return policy == RELO_POLICY_DENSE ? &relo__layout_dense : &relo__layout_adaptive;
+    switch (placement) {
+    case RELO_PLACEMENT_ADAPTIVE: return &relo__layout_adaptive;
+    case RELO_PLACEMENT_EXCLUSIVE: return &relo__layout_exclusive;
+    case RELO_PLACEMENT_DEFAULT:
+    case RELO_PLACEMENT_PACKED:
+    case RELO_PLACEMENT_COUNT: break;
+    }
+    return &relo__layout_packed;
 }
 
 /** The adaptive layout's arena, or NULL under another layout. */

@@ -1,7 +1,7 @@
 /*
  * mem/free_index.h — the free slices of one sliced pool, indexed for the
  * pool's placement rule:
- *   - by size (best fit, the dense policy): segregated size classes with
+ *   - by size (best fit, the packed placement): segregated size classes with
  *     two-level bitmaps, as TLSF has them. The first level is the power of
  *     two below a length, the second splits it into RELO_FREE_SL_COUNT
  *     equal steps; each class is a doubly linked list of its slices, and
@@ -9,7 +9,7 @@
  *     any. Insert and remove are O(1); a search looks a few slices into
  *     the request's own class, then takes the first non-empty class above
  *     it, found with two bit scans. No tree, no walk over the pool.
- *   - by address (address-ordered first fit, the seed policy's small and
+ *   - by address (address-ordered first fit, the adaptive placement's small and
  *     arena pools, whose placement counts on the lowest page
  *     and lowest address that fits): the treap of mem/free_tree.c (below), the one
  *     structure that answers "lowest address with room for n" in

@@ -12,7 +12,7 @@
 
 #define SLAB_CHUNK 256u
 /* Page records per chunk: a workload that takes hundreds of pages (the
- * dense policy's small pages) pays one malloc per this many. */
+ * packed placement's small pages) pays one malloc per this many. */
 #define PAGE_CHUNK 32u
 
 const char *relo__slice_state_name(relo_slice_state state)

@@ -1,6 +1,6 @@
 /*
- * pass/compaction.c — emptying sparse pages of the dense policy's pools into
- * denser ones (see pass/relocation.h). A source page is fenced while it is
+ * pass/compaction.c — emptying sparse pages of the packed placement's pools
+ * into denser ones (see pass/relocation.h). A source page is fenced while it is
  * planned, so no target lands on it or on any other source; fences come
  * off once the pass is finished.
  */
@@ -133,7 +133,7 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
      * needed now takes any. A page too full now stays too full this pass
      * (targets only add to it), so it is no candidate at all. */
     bool unhurried = pass->reason == RELO_REASON_EXPLICIT || pass->reason == RELO_REASON_RUNTIME ||
-                     pass->reason == RELO_REASON_THRESHOLD;
+                     pass->reason == RELO_REASON_CACHE_LIMIT;
     repaginate = repaginate && pool->variable_pages;
     /* Re-paginated under memory pressure, a lone allocation of a recent
      * larger size goes to a page of copies that the next ones fill; packing
@@ -230,11 +230,12 @@ uint64_t relo__compact_plan(relo_pass *pass, struct relo_stream *only, uint64_t 
     return emptied;
 }
 
-/* Gives back the empty pages of the dense pools of one stream (only) or of
- * every stream while the device holds more than live + keep bytes (keep 0:
- * every one); adds the bytes given back to *released. Within a threshold
+/* Gives back the empty pages of the packed layout's pools of one stream
+ * (only) or of every stream while the device holds more than live + keep
+ * bytes (keep 0: every one); adds the bytes given back to *released.
+ * Within a cache limit
  * the buffers are freed without the device lock, as a trim frees them. */
-static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64_t keep, uint64_t *released)
+static void release_packed_empty(relo_device *d, struct relo_stream *only, uint64_t keep, uint64_t *released)
 {
     uint32_t first, end;
     if (!relo__layout_packs(d->layout)) return;
@@ -259,17 +260,17 @@ static void release_dense_empty(relo_device *d, struct relo_stream *only, uint64
 uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uint64_t want, bool repaginate,
                                    relo_reason reason, uint64_t budget)
 {
-    /* Packing for a new page, or past the threshold, keeps what it empties
-     * cached within the release threshold (pass/trim.c): the next reservations
+    /* Packing for a new page, or past the cache limit, keeps what it empties
+     * cached within the cache limit (pass/trim.c): the next reservations
      * take it without a new buffer. Without one (NEVER), packing gives
      * back what it emptied, as it always did; a refused page or a reclaim
      * gives every empty page back. */
-    bool keeps = reason == RELO_REASON_COMPACT || reason == RELO_REASON_THRESHOLD;
-    uint64_t keep = keeps && d->desc.release_threshold != RELO_RELEASE_THRESHOLD_NEVER
-                        ? relo__trim_threshold(d)
+    bool keeps = reason == RELO_REASON_COMPACT || reason == RELO_REASON_CACHE_LIMIT;
+    uint64_t keep = keeps && d->desc.cache_limit != RELO_CACHE_LIMIT_NEVER
+                        ? relo__cache_limit(d)
                         : 0;
     uint64_t released = 0, kept = 0, planned_bytes = 0;
-    release_dense_empty(d, only, keep, &released);
+    release_packed_empty(d, only, keep, &released);
     for (int i = 0; i < MAX_PASSES && released + kept < want && planned_bytes < budget; i++) {
         /* Packing a reservation starts by itself never waits for another
          * thread's pass: the reservation takes a new page instead. */
@@ -291,8 +292,8 @@ uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uin
         bool cut = pass.cut;
         if (!relo__pass_finish(&pass)) break;
         uint64_t before = released;
-        release_dense_empty(d, only, keep, &released);
-        /* What a pass emptied and the threshold kept counts as room made. */
+        release_packed_empty(d, only, keep, &released);
+        /* What a pass emptied and the cache limit kept counts as room made. */
         if (keep) kept += relo__sub_sat(planned, released - before);
         /* The pass planned everything its bounds allowed: what is left to
          * pack waits for the next occasion, so the device is drained once.
@@ -514,7 +515,7 @@ bool relo__compact_merge_tails(relo_device *d, relo_pool *pool, uint64_t length)
         if (!planned) relo__pass_drop_moves(&pass);
         moved = relo__pass_finish(&pass) && planned;
         uint64_t released = 0;
-        release_dense_empty(d, relo__pool_stream(pool), 0, &released);
+        release_packed_empty(d, relo__pool_stream(pool), 0, &released);
     }
     relo__free(c);
     return moved;

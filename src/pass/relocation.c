@@ -272,7 +272,7 @@ static void plan_arena(relo_stream *s, relo_pass *plan)
      * next reservations would have used: a pass that does not give back at
      * least a granule more than it takes (a page, net) only copies, and
      * the allocations it would move often die soon anyway. It is not
-     * started (docs/alternatives.md: it made the seed policy's fit worse). */
+     * started (docs/alternatives.md: it made the adaptive placement's fit worse). */
     if (plan->reason == RELO_REASON_MEMORY_PRESSURE && (given < taken || given - taken < s->device->granule))
         free_targets(plan, mark);
 }
@@ -619,7 +619,7 @@ bool relo__pass_drop(relo_device *d, relo_slice *slice)
 bool relo__relocation_allowed(const relo_device *d)
 {
     return d->recording == 0 && d->open_pass == NULL && d->desc.relocation == RELO_RELOCATION_AUTO &&
-           d->desc.layout == RELO_LAYOUT_ADAPTIVE;
+           d->desc.placement != RELO_PLACEMENT_EXCLUSIVE;
 }
 
 /* Records that a relocation of this arena found nothing to move. */
@@ -665,7 +665,7 @@ void relo__relocate_when_wanted(relo_stream *stream)
 {
     relo_device *d = stream->device;
     /* The trigger weighs an arena's outdated pages: under a layout with
-     * none (dense, buckets) it never fires, and nothing else is asked. */
+     * none (packed, exclusive) it never fires, and nothing else is asked. */
     if (!relo__layout_arena(&stream->layout) || !relo__relocation_allowed(d)) return;
     relo_reason reason = relo__trigger(stream);
     if (reason == RELO_REASON_NONE) return;

@@ -246,7 +246,7 @@ void relo__relocate_when_wanted(struct relo_stream *stream);
 /**
  * Relocates the outdated pages of one stream's arena (stream non-NULL) or
  * of every stream's (NULL) with reason. Nothing happens while any stream
- * records, with the EXCLUSIVE layout, or with relocation off. Stalls the
+ * records, with the exclusive placement, or with relocation off. Stalls the
  * trigger on arenas where nothing moved. Returns true when something moved.
  */
 bool relo__relocate(relo_device *device, struct relo_stream *stream, relo_reason reason);
@@ -266,7 +266,7 @@ static inline bool relo__pass_is_slide(const relo_device *device, const relo_sli
     return slice->move != 0 && device->open_pass->moves[slice->move - 1].dst == NULL;
 }
 
-/* ---- the seed policy's trigger (pass/relocation.c) ------------------------
+/* ---- the adaptive placement's trigger (pass/relocation.c) ------------------------
  * When relocation is wanted (design §6.1): a cheap question
  * asked before a reservation that may add pages. The bytes held across the
  * device are summed only when the answer depends on them.
@@ -281,9 +281,9 @@ relo_reason relo__trigger(struct relo_stream *stream);
 /** The pressure rule: held + page > capacity - page (saturating). */
 bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
 
-/* ---- dense packing (pass/compaction.c) -------------------------------------
- * Packing live allocations of the dense policy's pools
- * (docs/design.md §6.5, docs/placement.md): the pages with the fewest live bytes are
+/* ---- packing (pass/compaction.c) -------------------------------------------
+ * Packing live allocations of the packed placement's pools (docs/design.md
+ * §6.5, docs/placement.md): the pages with the fewest live bytes are
  * emptied into the free room of denser pages of the same pool, each page
  * all-or-nothing, through the relocation pass machinery (same copy,
  * abandon, leak and commit path; nothing moves while a stream records;
@@ -293,15 +293,15 @@ bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
  */
 
 /**
- * Plans compaction of the dense pools of one stream (only non-NULL) or of
- * every stream into pass, fencing its sources in the pass, until want bytes
+ * Plans compaction of the packed layout's pools of one stream (only
+ * non-NULL) or of every stream into pass, fencing its sources in the pass, until want bytes
  * of pages would empty or the pass is full. Returns the bytes planned.
  */
 uint64_t relo__compact_plan(struct relo_pass *pass, struct relo_stream *only, uint64_t want, bool repaginate);
 
 /**
- * Compacts the dense pools of one stream (only non-NULL) or of every stream
- * until want bytes of pages are empty and given back, moving at most budget
+ * Compacts the packed layout's pools of one stream (only non-NULL) or of
+ * every stream until want bytes of pages are empty and given back, moving at most budget
  * requested bytes in all (UINT64_MAX: no bound). Everything is planned in
  * one pass, which waits for the device once and for its copies once; a
  * further pass runs only where the pass's bounds (pass_max_bytes,
@@ -310,7 +310,7 @@ uint64_t relo__compact_plan(struct relo_pass *pass, struct relo_stream *only, ui
  * most a bounded number of them). Packing for a new page
  * (RELO_REASON_COMPACT) within a budget drops a pass that would empty less
  * than what is still wanted, before anything moves. Packing nobody waits on
- * (RELO_REASON_COMPACT, RELO_REASON_THRESHOLD) never waits for another
+ * (RELO_REASON_COMPACT, RELO_REASON_CACHE_LIMIT) never waits for another
  * thread's pass: while one is open it moves nothing. Returns bytes given
  * back.
  */
@@ -366,7 +366,7 @@ bool relo__compact_merge_tails(relo_device *device, relo_pool *pool, uint64_t le
 
 /* ---- packing a page in place (pass/slide.c) --------------------------------
  * Packing pages in place (docs/design.md §6.5, docs/placement.md):
- * the live allocations of a dense pool's page slide toward its start, so its
+ * the live allocations of a packed-layout pool's page slide toward its start, so its
  * scattered free room becomes one run at its end. This is the move left when
  * no other page has room to take a page's allocations: a request of the
  * coalesced size then fits, and compaction finds whole holes to empty other
@@ -383,7 +383,7 @@ bool relo__compact_merge_tails(relo_device *device, relo_pool *pool, uint64_t le
 
 /**
  * For a request of length bytes the device refused a page for, in pool (a
- * dense pool): when one page could hold the request once packed, packs the
+ * pool of the packed layout): when one page could hold the request once packed, packs the
  * one that copies the fewest bytes; otherwise packs every page whose free
  * room is scattered, fewest bytes to copy first, within the pass's bounds,
  * so compaction can fill the runs that open. One pass, all or nothing.
@@ -394,7 +394,7 @@ bool relo__slide_make_room(relo_device *device, relo_pool *pool, uint64_t length
 
 /**
  * For a request of length bytes the device refused a page for, in pool (a
- * dense pool), when no page has that much free room: a page that would
+ * pool of the packed layout), when no page has that much free room: a page that would
  * hold it once a few of its allocations moved to other pages' holes has
  * them moved (the fewest bytes; one pass, all or nothing, the page fenced)
  * and is then packed in place (relo__slide_make_room, unless the request
@@ -408,31 +408,31 @@ bool relo__slide_make_room(relo_device *device, relo_pool *pool, uint64_t length
  */
 bool relo__slide_make_room_evicting(relo_device *device, relo_pool *pool, uint64_t length);
 
-/* ---- the release threshold (pass/trim.c) -----------------------------------
- * The release threshold (relo_device_desc.release_threshold):
- * which empty pages stay cached with their pools for later reservations,
- * and which go back to the backend. Empty pages are counted as they come
- * and go (relo_pool.bytes_empty, and the streams' and the device's
- * relo_held), so deciding that nothing needs to go back costs O(1); giving
- * pages back takes them from each sliced pool's empty list (pool/occupancy.h).
+/* ---- the cache limit (pass/trim.c) ----------------------------------------
+ * The cache limit (relo_device_desc.cache_limit): which empty pages stay
+ * cached with their pools for later reservations, and which go back to the
+ * backend. Empty pages are counted as they come and go
+ * (relo_pool.bytes_empty, and the streams' and the device's relo_held), so
+ * deciding that nothing needs to go back costs O(1); giving pages back
+ * takes them from each sliced pool's empty list (pool/occupancy.h).
  *
  * Called with the device lock held.
  */
 
-#define RELO_TRIM_LIVE_DIVISOR 16u /* RELO_RELEASE_THRESHOLD_PROPORTIONAL: live / 16, ... */
-#define RELO_TRIM_POOLS 2u          /* ... at least a granule per dynamic pool (dense: fine, large;
-                                       seed: small, arena) of each stream */
+#define RELO_TRIM_LIVE_DIVISOR 16u /* RELO_CACHE_LIMIT_PROPORTIONAL: live / 16, ... */
+#define RELO_TRIM_POOLS 2u          /* ... at least a granule per dynamic pool (packed: fine, large;
+                                       adaptive: small, arena) of each stream */
 
 /** Bytes live on the device (requested sizes of live allocations). */
 uint64_t relo__trim_live(const relo_device *device);
 
-/** A threshold value (a byte count, or RELO_RELEASE_THRESHOLD_PROPORTIONAL
+/** A cache limit (a byte count, or RELO_CACHE_LIMIT_PROPORTIONAL
  *  or _NEVER) in bytes, against the bytes live now. */
 uint64_t relo__trim_resolve(const relo_device *device, uint64_t value);
 
-/** The threshold in force now, in bytes (the proportional rule resolved
+/** The cache limit in force now, in bytes (the proportional rule resolved
  *  against the bytes live now); UINT64_MAX when nothing goes back. */
-uint64_t relo__trim_threshold(const relo_device *device);
+uint64_t relo__cache_limit(const relo_device *device);
 
 /**
  * Gives back empty pages of the sliced pools of one stream (only
@@ -452,8 +452,8 @@ uint64_t relo__trim(relo_device *device, struct relo_stream *only, uint64_t keep
 uint64_t relo__trim_pool(relo_device *device, relo_pool *pool, uint64_t keep, relo_buffer_batch *batch);
 
 /**
- * The threshold's own rule, run at the end of relo_reserve: relo__trim to
- * the threshold in force, when the device holds more than that above live
+ * The cache limit's own rule, run at the end of relo_reserve: relo__trim
+ * to the limit in force, when the device holds more than that above live
  * and has empty pages that did not refuse to go last time. O(1) otherwise.
  */
 void relo__trim_auto(relo_device *device);
@@ -467,22 +467,22 @@ void relo__trim_auto(relo_device *device);
  */
 
 /** Before a reservation: queued pages go back; with may_relocate (an AUTO
- *  reservation of some bytes) the seed policy's trigger may relocate. */
+ *  reservation of some bytes) the adaptive placement's trigger may relocate. */
 void relo__steps_before_reserve(relo_device *device, relo_stream *stream, bool may_relocate);
 
 #define RELO_PACK_BUDGET_DIVISOR 64u /* packing nothing waits on copies at most 1/64
                                          of the bytes reserved so far ... */
 #define RELO_PACK_FREE_DIVISOR 4u    /* ... while the device stays over 1/4 free */
-#define RELO_PACK_MIN_GAIN (UINT64_C(1) << 20) /* packing past the release threshold
+#define RELO_PACK_MIN_GAIN (UINT64_C(1) << 20) /* packing past the cache limit
                                                   starts once as much again, and at least
                                                   a granule or 1 MiB, is held past it */
 
 /** A layout that packs before a new page for stream asked to (layout/layout.h
- *  want_pack): packs the stream's own dense pools for page bytes, within
+ *  want_pack): packs the stream's own packed-layout pools for page bytes, within
  *  the copy budget (RELO_PACK_BUDGET_DIVISOR; nothing moves once it is
  *  spent), or every stream's, with no budget, where the page would leave
  *  less than 1/RELO_PACK_FREE_DIVISOR of a device of known capacity free.
- *  Returns true when pages went back (or, within a release threshold, were
+ *  Returns true when pages went back (or, within a cache limit, were
  *  emptied). */
 bool relo__steps_pack_before_page(relo_device *device, relo_stream *stream, uint64_t page);
 
@@ -491,15 +491,15 @@ bool relo__steps_pack_before_page(relo_device *device, relo_stream *stream, uint
  * RELO_ERR_PAGE_SIZES_EXHAUSTED and RELO_ERR_OUT_OF_MEMORY (while no stream
  * records) makes room in order and tries again through retry(ctx), which
  * routes the same reservation; room_pool, when not NULL, is the pool the
- * request goes to (dense), where a hole is cleared or pages are packed in
+ * request goes to (packed layout), where a hole is cleared or pages are packed in
  * place as the last steps. Returns retry's last status, or st untouched
  * when nothing applies.
  */
 relo_status relo__steps_refused(relo_device *device, relo_stream *stream, uint64_t size, relo_status st,
                                 relo_pool *room_pool, relo_status (*retry)(void *ctx), void *ctx);
 
-/** After a served reservation on stream: the release threshold (pass/trim.c);
- *  then, in a layout that packs, room held past live + threshold on the
+/** After a served reservation on stream: the cache limit (pass/trim.c);
+ *  then, in a layout that packs, room held past live + cache limit on the
  *  stream's pages that hold allocations is packed and given back, within
  *  the copy budget. */
 void relo__steps_after_reserve(relo_device *device, relo_stream *stream);
@@ -507,7 +507,7 @@ void relo__steps_after_reserve(relo_device *device, relo_stream *stream);
 /**
  * Explicit cleanup of one stream (only non-NULL) or of every stream:
  * relocates with reason EXPLICIT (when relocation is on and no pass is
- * open), packs dense pools, gives back every empty unguarded page of those
+ * open), packs the packed layout's pools, gives back every empty unguarded page of those
  * streams' pools, flushes the backend. Skipped while any stream records.
  */
 void relo__steps_explicit(relo_device *device, relo_stream *only);

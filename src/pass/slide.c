@@ -1,5 +1,5 @@
 /*
- * pass/slide.c — packing a dense pool's pages in place (see pass/relocation.h). A
+ * pass/slide.c — packing a packed-layout pool's pages in place (see pass/relocation.h). A
  * page is planned as a whole: each live allocation above a free slice gets
  * a slide to the end of the allocations below it, in address order, so the
  * targets tile the page's start and the free room ends up as one run at

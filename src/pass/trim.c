@@ -1,7 +1,7 @@
 /*
- * pass/trim.c — the release threshold (see pass/relocation.h and relo.h):
+ * pass/trim.c — the cache limit (see pass/relocation.h and relo.h):
  * giving empty pages back to the backend once the device holds more than
- * the bytes live plus the threshold, and the same on request for relo_trim
+ * the bytes live plus the cache limit, and the same on request for relo_trim
  * (api/reclaim.c).
  * Nothing here moves an allocation; only pages with none go back.
  */
@@ -15,14 +15,14 @@ uint64_t relo__trim_live(const relo_device *d)
 
 uint64_t relo__trim_resolve(const relo_device *d, uint64_t v)
 {
-    if (v != RELO_RELEASE_THRESHOLD_PROPORTIONAL) return v;
+    if (v != RELO_CACHE_LIMIT_PROPORTIONAL) return v;
     /* At least one granule per dynamic pool of each stream: a small
      * workload keeps a page to turn to in each pool instead of a new one. */
     uint64_t floor = d->granule * RELO_TRIM_POOLS * (d->stream_count ? d->stream_count : 1);
     return relo__max(relo__trim_live(d) / RELO_TRIM_LIVE_DIVISOR, floor);
 }
 
-uint64_t relo__trim_threshold(const relo_device *d) { return relo__trim_resolve(d, d->desc.release_threshold); }
+uint64_t relo__cache_limit(const relo_device *d) { return relo__trim_resolve(d, d->desc.cache_limit); }
 
 /* True while the device holds more than live + keep bytes. */
 static bool over(const relo_device *d, uint64_t keep)
@@ -34,8 +34,8 @@ static bool over(const relo_device *d, uint64_t keep)
 uint64_t relo__trim_pool(relo_device *d, relo_pool *pool, uint64_t keep, relo_buffer_batch *batch)
 {
     /* Only pages carved into slices: exclusive pools (the tiny pool, the
-     * EXCLUSIVE layout's buckets) keep their own reuse rule, persistent and
-     * dedicated memory their modes'. */
+     * exclusive placement's buckets) keep their own reuse rule, persistent
+     * and dedicated memory their modes'. */
     if (pool->kind != RELO_POOL_SLICED || pool->bytes_empty == 0) return 0;
     uint64_t before = pool->bytes_reserved;
     /* The pool's empty pages that nothing holds, from its occupancy index,
@@ -96,7 +96,7 @@ void relo__trim_auto(relo_device *d)
         d->trim_stuck = d->held.bytes_empty;
         return;
     }
-    uint64_t keep = relo__trim_threshold(d);
+    uint64_t keep = relo__cache_limit(d);
     if (!over(d, keep)) return;
     relo__trim(d, NULL, keep);
     if (over(d, keep)) d->trim_stuck = d->held.bytes_empty;

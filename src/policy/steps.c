@@ -4,9 +4,9 @@
  * here, its steps in the order they run; the calls that reach them
  * (policy/stream.c's reservation, relo_reclaim, relo_capture_prepare) only
  * say which occasion it is. What each step does lives with its concept:
- * pass/relocation.c (the seed policy's outdated pages, and every pass's
- * plan, copy and commit), pass/compaction.c (dense packing), pass/slide.c
- * (packing a page in place), pass/trim.c (the release threshold),
+ * pass/relocation.c (the adaptive placement's outdated pages, and every pass's
+ * plan, copy and commit), pass/compaction.c (the packed layout's packing), pass/slide.c
+ * (packing a page in place), pass/trim.c (the cache limit),
  * core/device_state.c (queued pages).
  *
  * Called with the device lock held; a step that moves memory drops it
@@ -21,7 +21,7 @@
 void relo__steps_before_reserve(relo_device *d, relo_stream *s, bool may_relocate)
 {
     /* 1. pages emptied since the last call go back (O(1) when none);
-     * 2. the seed policy's trigger may relocate the arena's outdated pages
+     * 2. the adaptive placement's trigger may relocate the arena's outdated pages
      *    (an AUTO reservation of some bytes only: modes and size 0 take
      *    pools that never move). */
     relo__device_cleanup_periodic(d);
@@ -29,7 +29,7 @@ void relo__steps_before_reserve(relo_device *d, relo_stream *s, bool may_relocat
 }
 
 /* Packing nothing waits on (before a new page the device would lend, past
- * the release threshold) is a choice, and it has a budget: over the
+ * the cache limit) is a choice, and it has a budget: over the
  * device's life it copies at most 1/RELO_PACK_BUDGET_DIVISOR of the bytes
  * reserved so far. Once that is spent, the new page is taken, or the room
  * stays held, until reservations earn more. It packs the reserving
@@ -70,10 +70,10 @@ RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64
     }
     if (st != RELO_ERR_OUT_OF_MEMORY || d->recording) return st;
     /* The device refused a page:
-     * 1. a layout that packs (dense) packs whatever it can, every stream's
+     * 1. a layout that packs (the packed one) packs whatever it can, every stream's
      *    queued pages first;
      * 2. an explicit cleanup of the stream (relocation, packing, every empty
-     *    page back), and every stream's cached pages past the threshold
+     *    page back), and every stream's cached pages past the cache limit
      *    back, since they count against the device too; then once more. */
     if (s->layout.ops->want_pack) {
         relo__device_cleanup_periodic(d);
@@ -121,26 +121,26 @@ RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64
 void relo__steps_after_reserve(relo_device *d, relo_stream *s)
 {
     /* After the request is served, so that it could take a cached page:
-     * 1. empty pages past live + the release threshold go back;
-     * 2. a layout that packs (dense) that still holds past live + threshold
-     *    as much again, at least a granule or RELO_PACK_MIN_GAIN, in the
+     * 1. empty pages past live + the cache limit go back;
+     * 2. a layout that packs (the packed one) that still holds past live +
+     *    the cache limit as much again, at least a granule or RELO_PACK_MIN_GAIN, in the
      *    free room of pages that hold allocations, empties the stream's
      *    sparsest pages within the copy budget, and what they held past
-     *    the threshold goes back. After an attempt that moved nothing, the
-     *    next waits until that much more room is held past the threshold,
+     *    the limit goes back. After an attempt that moved nothing, the
+     *    next waits until that much more room is held past the limit,
      *    or the budget has earned that much again. */
     relo__trim_auto(d);
     if (!relo__layout_packs(d->layout) || d->recording) return;
     uint64_t live = relo__trim_live(d), held = d->held.bytes_reserved;
-    /* Cheaply first: a proportional threshold is at least live / 16, and
+    /* Cheaply first: a proportional limit is at least live / 16, and
      * packing asks for as much again past it, so less than twice that
      * held past live is not enough (the usual answer). */
-    if (d->desc.release_threshold == RELO_RELEASE_THRESHOLD_PROPORTIONAL &&
+    if (d->desc.cache_limit == RELO_CACHE_LIMIT_PROPORTIONAL &&
         (held <= live || held - live < 2 * (live / RELO_TRIM_LIVE_DIVISOR))) {
         d->pack_stuck = 0;
         return;
     }
-    uint64_t keep = relo__trim_threshold(d);
+    uint64_t keep = relo__cache_limit(d);
     uint64_t gain = relo__max(relo__max(d->granule, RELO_PACK_MIN_GAIN), keep);
     if (keep == UINT64_MAX || held <= live || held - live <= keep || held - live - keep < gain) {
         d->pack_stuck = 0;
@@ -148,7 +148,7 @@ void relo__steps_after_reserve(relo_device *d, relo_stream *s)
     }
     uint64_t over = held - live - keep, allocated = d->held.counters.bytes_allocated_total;
     if (allocated < d->pack_retry_at && over - relo__min(over, d->pack_stuck) < gain) return;
-    if (pack_within_budget(d, s, over, RELO_REASON_THRESHOLD)) {
+    if (pack_within_budget(d, s, over, RELO_REASON_CACHE_LIMIT)) {
         d->pack_stuck = 0;
     } else {
         d->pack_stuck = over;
@@ -166,9 +166,9 @@ static void release_empty(relo_pool *pool, void *user)
 void relo__steps_explicit(relo_device *d, relo_stream *only)
 {
     if (d->recording) return;
-    /* 1. relocate the outdated arena pages (seed policy);
+    /* 1. relocate the outdated arena pages (adaptive placement);
      * 2. give back what that emptied;
-     * 3. pack the dense pools and give back what that emptied;
+     * 3. pack the packed layout's pools and give back what that emptied;
      * 4. every other empty page of the scope back, empty outdated pools
      *    dropped; the backend flushed. */
     relo__relocate(d, only, RELO_REASON_EXPLICIT);

@@ -46,7 +46,7 @@ RELO_NOINLINE static relo_status reserve_after_search(struct relo_stream *s, uin
     uint64_t live, reserved, page;
     layout_totals(d, &live, &reserved);
     if (ops->want_pack(l, size, live, reserved, relo__relocation_allowed(d), &d->layout_live_peak, &page)) {
-        ops->packed(l, relo__steps_pack_before_page(d, s, page));
+        ops->pack_done(l, relo__steps_pack_before_page(d, s, page));
         relo_status st = ops->reserve(l, size, slot, false, out);
         if (st != RELO_ERR_PAGE_UPDATE_FORBIDDEN) return st;
     }
@@ -54,7 +54,7 @@ RELO_NOINLINE static relo_status reserve_after_search(struct relo_stream *s, uin
 }
 
 /* Reserves in the stream's layout. A layout that packs before a new page
- * (dense) is asked first whether to, with the device's totals, and the
+ * (packed) is asked first whether to, with the device's totals, and the
  * compaction runs here, in the layer that may move memory. The new page
  * is taken without searching again the room a search has just found
  * wanting (after a pack, that search is the one that follows it). */

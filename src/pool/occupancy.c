@@ -213,7 +213,7 @@ bool relo__occupancy_empty_pages(relo_pool *pool, relo_page_list *out)
     /* Highest position first: each release moves the last page into the
      * hole, and that page, higher than every page still to go, stays, and
      * the positions of those still to go do not change: the heap stays a
-     * heap while they go. A heap, not a sort: the threshold's trim usually
+     * heap while they go. A heap, not a sort: the cache limit's trim usually
      * takes a few pages of many, and building the heap costs one pass. */
     for (uint32_t i = m / 2; i-- > 0;) sift_down_by_index(go, m, i);
     out->count = m;

@@ -44,7 +44,7 @@ void relo__pool_queue_release(relo_pool *pool, relo_page *page)
 }
 
 /* A page's emptiness changed: its bytes join (or leave) the empty bytes of
- * the pool and of its home's tallies, which the release threshold weighs
+ * the pool and of its home's tallies, which the cache limit weighs
  * (pass/trim.c). */
 void relo__pool_empty_changed(relo_pool *pool, const relo_page *page, bool now_empty)
 {

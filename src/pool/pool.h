@@ -88,8 +88,8 @@ typedef struct relo_pool {
     int slot;                   /* arena slot, or -1 */
     bool outdated;              /* serves nothing new; pages go back once empty */
     bool periodic_release;      /* exclusive: the suspicion rule applies */
-    bool best_fit;              /* sliced: free index by size (dense policy), else by address */
-    bool variable_pages;        /* sliced: each new page sized to its request (dense large pool) */
+    bool best_fit;              /* sliced: free index by size (packed placement), else by address */
+    bool variable_pages;        /* sliced: each new page sized to its request (packed: large pool) */
     uint64_t granule;           /* variable_pages: new pages are multiples of this */
     uint64_t exact_hint;        /* variable_pages, set while a pass plans: an EXACT new page
                                    holds at least this many bytes (the rest of the source's
@@ -274,7 +274,7 @@ void relo__pool_slice_leak(relo_pool *pool, relo_slice *slice);
 /* ---- sliced pools (pool/sliced_pool.c) -----------------------------------
  * Pages of one size (or, for variable pages, sized to their requests)
  * carved into slices (design §3.1): first fit by address through the
- * treap, or best fit by size class (best_fit, the dense layout's pools). */
+ * treap, or best fit by size class (best_fit, the packed layout's pools). */
 
 /**
  * Carves size bytes (padded to the alignment) for slot, with state LIVE or
@@ -321,7 +321,7 @@ uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length);
  * exclusive   pages reused whole (design §3.2); page size follows a running
  *             average of request sizes; free pages that stay unused through
  *             enough periodic checks go back (the suspicion rule). The tiny
- *             pool and the EXCLUSIVE layout's buckets are exclusive pools.
+ *             pool and the exclusive placement's buckets are exclusive pools.
  * persistent  exact-size buffers (design §3.3): a request reuses a free
  *             buffer of exactly its padded size, else takes a new one; freed
  *             buffers stay until an explicit cleanup. Weights live here, and

@@ -118,7 +118,7 @@ relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t
 {
     if (length > pool->page_size) return RELO_ERR_BUFFER_TOO_BIG;
     /* A search the caller has just made in vain is not made again (the
-     * dense layout's reservation that asks about packing in between). */
+     * packed layout's reservation that asks about packing in between). */
     RELO_ASSERT(new_page != RELO_NEW_PAGE_ONLY || !pool->free.by_size || !relo__free_index_find(&pool->free, length));
     relo_slice *f = NULL;
     if (new_page != RELO_NEW_PAGE_ONLY) {

@@ -77,7 +77,7 @@ bool relo__testing_lock_init_exchange(relo_lock *lock);
 /** Whether lock's release is a plain store (base/lock.h). */
 bool relo__testing_lock_releases_by_store(const relo_lock *lock);
 
-/** The seed policy's pressure rule (pass/relocation.c): held + page >
+/** The adaptive placement's pressure rule (pass/relocation.c): held + page >
  *  capacity - page, saturating. */
 bool relo__testing_pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
 

@@ -56,7 +56,7 @@ typedef struct dc_env {
 /* A device and its streams over the environment                            */
 /* ------------------------------------------------------------------------ */
 
-/** A device with the seed policy over b (taken; NULL records a failure)
+/** A device with the adaptive placement over b (taken; NULL records a failure)
  *  with f->s on stream 0 and, where streams is 2, f->s2 on stream 1.
  *  False, with the failing step recorded, when any step fails. */
 static inline bool dc_open(fx *f, const dc_env *e, relo_backend *b, int streams)
@@ -65,7 +65,7 @@ static inline bool dc_open(fx *f, const dc_env *e, relo_backend *b, int streams)
     expect_true(b != NULL);
     if (!b) return false;
     f->backend = b;
-    relo_status st = relo_device_create(FX_SEED, b, &f->dev);
+    relo_status st = relo_device_create(FX_ADAPTIVE, b, &f->dev);
     if (st == RELO_OK) st = relo_stream_create(f->dev, e->stream(e->env, 0), &f->s);
     if (st == RELO_OK && streams == 2) st = relo_stream_create(f->dev, e->stream(e->env, 1), &f->s2);
     expect_ok(st);

@@ -113,10 +113,10 @@ CHECK_TEST(sim_charges_in_granules)
     relo_backend_destroy(h);
 }
 
-/* The dense policy sizes its pages in the device's granule: a small
+/* The packed placement sizes its pages in the device's granule: a small
  * request on a 2 MiB-granule device takes one whole granule, never a
  * smaller page the device would round up anyway. */
-CHECK_TEST(dense_pages_follow_the_granule)
+CHECK_TEST(packed_pages_follow_the_granule)
 {
     relo_host_desc d = {.granule = 4 * MiB};
     relo_backend *b = make_sim(&d);

@@ -58,16 +58,16 @@ static void env_close(cu_env *e)
     cuDevicePrimaryCtxRelease(e->device);
 }
 
-/* A backend on e's context, a device over it with the seed policy (the
+/* A backend on e's context, a device over it with the adaptive placement (the
  * relocation cases grow a stream's arena, 1 MiB then 10 MiB, and count on
- * its outdated page; the default policy packs instead), f->s on s0 and,
+ * its outdated page; the default placement packs instead), f->s on s0 and,
  * where two is set, f->s2 on e's second stream. False, with the failing
  * step recorded, when any step fails. */
 static bool dev_open(fx *f, cu_env *e, CUstream s0, bool two)
 {
     memset(f, 0, sizeof *f);
     relo_status st = relo_backend_cuda_create(e->context, e->device, NULL, &f->backend);
-    if (st == RELO_OK) st = relo_device_create(FX_SEED, f->backend, &f->dev);
+    if (st == RELO_OK) st = relo_device_create(FX_ADAPTIVE, f->backend, &f->dev);
     if (st == RELO_OK) st = relo_stream_create(f->dev, s0, &f->s);
     if (st == RELO_OK && two) st = relo_stream_create(f->dev, e->streams[1], &f->s2);
     expect_ok(st);

@@ -297,7 +297,7 @@ CHECK_TEST(a27_failed_copy_wait_leaks_both_sides)
 }
 
 /* Packing a page in place (src/pass/slide.c) on the device: two pages (of the size
- * the dense policy picks on this device) each hold 12 KiB allocations with
+ * the packed placement picks on this device) each hold 12 KiB allocations with
  * a released 4 KiB hole after each; the device then refuses a third
  * buffer, and a 16 KiB request fits only once the first page's
  * allocations slide down, the k-th by 4k KiB. Each slide
@@ -327,7 +327,7 @@ static void slide_on_device(bool out_of_order)
     if (b->props.max_page_size > 64 * KiB) b->props.max_page_size = 64 * KiB;
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.policy = RELO_POLICY_DENSE;
+    dd.placement = RELO_PLACEMENT_PACKED;
     fx f;
     memset(&f, 0, sizeof f);
     require_ok(relo_device_create(&dd, b, &f.dev));

@@ -19,8 +19,8 @@
 #include "testing/testing.h"
 
 /* The relocation cases grow a stream's arena (1 MiB, then 10 MiB) and count
- * on the seed policy's outdated page; the default policy packs instead. */
-static const relo_device_desc seed_policy = {.policy = RELO_POLICY_SEED};
+ * on the adaptive placement's outdated page; the default placement packs instead. */
+static const relo_device_desc seed_placement = {.placement = RELO_PLACEMENT_ADAPTIVE};
 
 #define MiB (UINT64_C(1) << 20)
 
@@ -257,7 +257,7 @@ CHECK_TEST(streams_of_another_context_are_refused)
     relo_backend *b = NULL;
     require_ok(relo_backend_cuda_create(e.ctx, 0, NULL, &b));
     relo_device *d = NULL;
-    require_ok(relo_device_create(&seed_policy, b, &d));
+    require_ok(relo_device_create(&seed_placement, b, &d));
 
     CUcontext other = NULL;
     CUstream foreign = NULL;
@@ -321,7 +321,7 @@ CHECK_TEST(failed_device_wait_abandons_the_relocation)
     relo_backend *b = NULL;
     require_ok(relo_backend_cuda_create(e.ctx, 0, NULL, &b));
     relo_device *d = NULL;
-    require_ok(relo_device_create(&seed_policy, b, &d));
+    require_ok(relo_device_create(&seed_placement, b, &d));
     relo_stream *s = NULL;
     require_ok(relo_stream_create(d, e.stream, &s));
     relo_handle h, big;

@@ -440,7 +440,7 @@ static void op_reserve(cursor *c)
     if (M.nlive == MAX_LIVE) return;
     /* Steer around reported, unfixed bugs here when FUZZ_OPS_SKIP_KNOWN is
      * set, e.g. (bug fixed since, regressions/fuzz_ops-dense-size0-divzero):
-     * if (skip_known && size == 0 && M.dense) return; */
+     * if (skip_known && size == 0 && M.packed) return; */
     (void)skip_known;
     relo_status s = relo_reserve(M.streams[si], size, &h);
     switch (s) {
@@ -842,18 +842,20 @@ static void setup(cursor *c)
 
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.layout = (b3 & 1) ? RELO_LAYOUT_EXCLUSIVE : RELO_LAYOUT_ADAPTIVE;
+    /* Flag 1 asks for the exclusive placement whatever flag 4 says. */
+    dd.placement = (b3 & 1)   ? RELO_PLACEMENT_EXCLUSIVE
+                   : (b3 & 4) ? RELO_PLACEMENT_PACKED
+                              : RELO_PLACEMENT_ADAPTIVE;
     dd.relocation = (b3 & 2) ? RELO_RELOCATION_OFF : RELO_RELOCATION_AUTO;
-    dd.policy = (b3 & 4) ? RELO_POLICY_DENSE : RELO_POLICY_SEED;
     dd.pass_max_bytes = (b3 & 8) ? 4 * MIB : 0;
-    M.dense = dd.policy == RELO_POLICY_DENSE;
+    M.packed = dd.placement == RELO_PLACEMENT_PACKED;
     M.relocation_on = !(b3 & 3);
     dd.log = on_log;
     if (trace_ops)
-        fprintf(stderr, "setup: max page %llu, alignment %llu, capacity %llu, layout %d, relocation %d, "
-                "policy %d, pass_max_bytes %llu\n", (unsigned long long)M.max_page,
-                (unsigned long long)M.alignment, (unsigned long long)M.capacity, (int)dd.layout,
-                (int)dd.relocation, (int)dd.policy, (unsigned long long)dd.pass_max_bytes);
+        fprintf(stderr, "setup: max page %llu, alignment %llu, capacity %llu, placement %s, relocation %d, "
+                "pass_max_bytes %llu\n", (unsigned long long)M.max_page,
+                (unsigned long long)M.alignment, (unsigned long long)M.capacity, relo_placement_name(dd.placement),
+                (int)dd.relocation, (unsigned long long)dd.pass_max_bytes);
     s = relo_device_create(&dd, be, &M.device);
     if (s != RELO_OK) {
         relo_backend_destroy(be);

@@ -111,8 +111,8 @@ typedef struct model {
     int ngraphs;
     uint64_t alignment, max_page, capacity;
     sparse_faults faults;
-    bool relocation_on;         /* ADAPTIVE layout, relocation AUTO */
-    bool dense;                 /* RELO_POLICY_DENSE */
+    bool relocation_on;         /* not the exclusive placement, relocation AUTO */
+    bool packed;                /* RELO_PLACEMENT_PACKED */
     pass_model P;
     bool copying;               /* this run's relo_pass_copy runs (its thread copies) */
     hook_kind hook;

@@ -42,7 +42,8 @@ K_SMALL, K_LADDER = 12, 14
 
 # Configuration: max page index (8, 16, 32, 2, 3+, 12, 24, 1 MiB), capacity in
 # MiB (< 16 = unknown), alignment index (64, 32, 1, 8, 50, 256, 4096, 10),
-# flags (1 exclusive, 2 relocation off, 4 dense, 8 pass bound).
+# flags (1 exclusive placement, 2 relocation off, 4 packed placement (else
+# adaptive), 8 pass bound).
 
 
 def config(page=2, cap_mib=0, align=1, flags=0):
@@ -91,7 +92,7 @@ def passes():
         + op(STREAM_CYCLE, 0)
     s["pass_skip_bounded"] = config() + grown() + mib(0, 2) + mib(0, 3) + op(PASS_BEGIN, 1, 1 << 3) \
         + op(PASS_SKIP, 0) + op(PASS_SKIP, 5) + op(PASS_COPY, 0) + op(PASS_COPY, 0) + op(PASS_END, LANDED)
-    s["pass_dense"] = config(flags=4) + b"".join(mib(0, 1 + i % 3, i) for i in range(10)) + op(RELEASE, 1) \
+    s["pass_packed"] = config(flags=4) + b"".join(mib(0, 1 + i % 3, i) for i in range(10)) + op(RELEASE, 1) \
         + op(RELEASE, 3) + op(RELEASE, 5) + op(PASS_BEGIN, 0, 0) + op(PASS_COPY, 0) + op(PASS_END, LANDED)
     s["pass_refused"] = config(flags=1) + grown() + op(PASS_BEGIN, 0, 0) + op(PREPARE, 0) \
         + op(BEGIN, 0) + op(PASS_BEGIN, 0, 0) + op(END, 0)
@@ -192,14 +193,14 @@ def seeds():
     s["handles"] = config() + reserve(0, K_TINY, 3) + op(RETAIN, 0) + op(RELEASE, 0) + op(RESOLVE, 1, 0) \
         + op(RELEASE, 0) + op(BAD_HANDLE, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0) + reserve(0, K_TINY, 3) \
         + op(BAD_HANDLE, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0) + op(WRITE, 0, 9)
-    # Layouts, alignments, policies.
+    # Placements, alignments.
     s["exclusive"] = config(flags=1) + b"".join(reserve(0, K_SMALL, 50 + 100 * i) for i in range(4)) \
         + op(RELEASE, 0) + op(RELEASE, 0) + reserve(0, K_SMALL, 150) + mib(0, 3) + op(RECLAIM, 0)
     s["align50"] = config(align=4) + reserve(0, K_TINY, 39) + reserve(0, K_TINY, 39) + mib(0, 1) + mib(0, 10) \
         + op(RECLAIM, 0)
-    s["align1_dense"] = config(align=2, flags=4) + b"".join(mib(i % 2, 1 + i % 4) for i in range(12)) \
+    s["align1_packed"] = config(align=2, flags=4) + b"".join(mib(i % 2, 1 + i % 4) for i in range(12)) \
         + op(RELEASE, 1) + op(RELEASE, 3) + op(RELEASE, 5) + op(RECLAIM, 0)
-    s["dense_bounded"] = config(flags=12) + b"".join(mib(0, 1 + i % 3) for i in range(16)) \
+    s["packed_bounded"] = config(flags=12) + b"".join(mib(0, 1 + i % 3) for i in range(16)) \
         + op(RELEASE, 2) + op(RELEASE, 4) + op(RELEASE, 6) + op(RECLAIM, 0) + op(RECLAIM, 0)
     s["reloc_off"] = config(flags=2) + mib(0, 1) + mib(0, 10) + op(RECLAIM, 0) + op(PREPARE, 0)
     s["small_max_page"] = config(page=7) + mib(0, 1) + reserve(0, K_MAX_EDGE, 40) + reserve(0, K_TOO_BIG, 0)

@@ -45,19 +45,19 @@ static inline relo_host_desc fx_host(void)
     return d;
 }
 
-/** A device desc asking for the seed policy (docs/placement.md).
- *  The default is the dense policy; the tests of the seed policy's
- *  placement (small pool, adaptive arena, outdated pages) ask for this by
- *  name: fx_open(&f, &hd, FX_SEED). */
-#define FX_SEED (&(const relo_device_desc){.policy = RELO_POLICY_SEED})
+/** A device desc asking for the adaptive placement (docs/placement.md).
+ *  The default is the packed placement; the tests of what the adaptive
+ *  placement does (small pool, adaptive arena, outdated pages) ask for
+ *  this by name: fx_open(&f, &hd, FX_ADAPTIVE). */
+#define FX_ADAPTIVE (&(const relo_device_desc){.placement = RELO_PLACEMENT_ADAPTIVE})
 
-/** A device desc with every field at its default but the policy, for a
- *  test that sets more fields of it (relocation, bounds, threshold). */
-static inline relo_device_desc fx_desc(relo_policy policy)
+/** A device desc with every field at its default but the placement, for a
+ *  test that sets more fields of it (relocation, bounds, cache limit). */
+static inline relo_device_desc fx_desc(relo_placement placement)
 {
     relo_device_desc d;
     memset(&d, 0, sizeof d);
-    d.policy = policy;
+    d.placement = placement;
     return d;
 }
 

@@ -13,7 +13,7 @@
 
 #include "fixture.h"
 
-#define SCENE_PAGE (64 * KiB)   /* a page of the dense policy's fine pool */
+#define SCENE_PAGE (64 * KiB)   /* a page of the packed placement's fine pool */
 #define SCENE_MAX 64            /* allocations of a scene, at most */
 #define SCENE_PAGES_MAX 16      /* pages of a scene, at most */
 
@@ -31,7 +31,7 @@ typedef struct scene_layout {
     uint64_t empty_page;        /* 0, or before each page's first allocation a page
                                    this large is taken and given back at once, so the
                                    page's allocations land on it (kept: the device's
-                                   release threshold must keep empty pages) */
+                                   cache limit must keep empty pages) */
 } scene_layout;
 
 /** An allocation of a scene: its size, its page (numbered from 0 in the
@@ -128,13 +128,13 @@ static inline bool scene_open_host(scene *sc, const scene_layout *l, const relo_
     return scene_open_on(sc, l, b, dd);
 }
 
-/** The usual scene: a dense device with relocation as given, on the host
+/** The usual scene: a device of the packed placement with relocation as given, on the host
  *  backend with room for exactly l's pages of SCENE_PAGE bytes. */
 static inline bool scene_open(scene *sc, const scene_layout *l, relo_relocation relocation)
 {
     relo_host_desc hd = fx_host();
     hd.capacity = (uint64_t)scene_pages_(l) * SCENE_PAGE;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     dd.relocation = relocation;
     return scene_open_host(sc, l, &hd, &dd);
 }

@@ -4,6 +4,8 @@
  * public function, out-of-range enums and descriptors, double release,
  * stale handles, and destroying objects that still hold memory.
  */
+#include <stddef.h>
+
 #include "check.h"
 #include "fixture.h"
 #include "base/hostmem.h"
@@ -11,7 +13,7 @@
 #include "testing/testing.h"
 
 /* 48. relo_reserve with a size near 2^64 → BUFFER_TOO_BIG (no overflow in
- *     padding or page rounding), in every route and layout; nothing
+ *     padding or page rounding), in every route and placement; nothing
  *     changes and the backend is never asked. */
 CHECK_TEST(b48_sizes_near_2_64_too_big)
 {
@@ -20,10 +22,10 @@ CHECK_TEST(b48_sizes_near_2_64_too_big)
         UINT64_MAX - 2 * MiB + 1, UINT64_C(1) << 63, (UINT64_C(1) << 63) + 1 * MiB,
         UINT64_C(1) << 50, 128 * MiB + 1,
     };
-    for (int layout = 0; layout < 2; layout++) {
+    for (int placement = 0; placement < RELO_PLACEMENT_COUNT; placement++) {
         relo_device_desc dd;
         memset(&dd, 0, sizeof dd);
-        dd.layout = layout ? RELO_LAYOUT_EXCLUSIVE : RELO_LAYOUT_ADAPTIVE;
+        dd.placement = (relo_placement)placement;
         fx f;
         require_ok(fx_open(&f, NULL, &dd));
         for (int mode = 0; mode < 3; mode++) {
@@ -32,7 +34,7 @@ CHECK_TEST(b48_sizes_near_2_64_too_big)
                 relo_handle h = {12345};
                 relo_status st = relo_reserve(f.s, sizes[i], &h);
                 if (st != RELO_ERR_BUFFER_TOO_BIG)
-                    fprintf(stderr, "layout %d mode %d size %llu: %s\n", layout, mode,
+                    fprintf(stderr, "placement %d mode %d size %llu: %s\n", placement, mode,
                             (unsigned long long)sizes[i], relo_status_name(st));
                 expect_status(st, RELO_ERR_BUFFER_TOO_BIG);
                 expect_eq(h.id, 12345); /* *out untouched on failure */
@@ -65,13 +67,10 @@ CHECK_TEST(b49_null_device_and_stream_api)
     /* Bad descriptors: the caller still owns the backend. */
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.layout = RELO_LAYOUT_COUNT;
-    expect_status(relo_device_create(&dd, b, &d), RELO_ERR_INVALID_ARGUMENT);
-    memset(&dd, 0, sizeof dd);
     dd.relocation = RELO_RELOCATION_COUNT;
     expect_status(relo_device_create(&dd, b, &d), RELO_ERR_INVALID_ARGUMENT);
     memset(&dd, 0, sizeof dd);
-    dd.policy = RELO_POLICY_COUNT;
+    dd.placement = RELO_PLACEMENT_COUNT;
     expect_status(relo_device_create(&dd, b, &d), RELO_ERR_INVALID_ARGUMENT);
     expect_true(d == NULL);
 
@@ -82,9 +81,8 @@ CHECK_TEST(b49_null_device_and_stream_api)
     expect_status(relo_device_desc_get(NULL, &got), RELO_ERR_INVALID_ARGUMENT);
     expect_status(relo_device_desc_get(f.dev, NULL), RELO_ERR_INVALID_ARGUMENT);
     expect_ok(relo_device_desc_get(f.dev, &got));
-    expect_eq(got.layout, RELO_LAYOUT_ADAPTIVE);
     expect_eq(got.capacity, 0);
-    expect_eq(got.policy, RELO_POLICY_DENSE); /* zero resolves to the default, dense */
+    expect_eq(got.placement, RELO_PLACEMENT_PACKED); /* zero resolves to the default, packed */
 
     relo_stream *s = NULL;
     expect_status(relo_stream_create(NULL, NULL, &s), RELO_ERR_INVALID_ARGUMENT);
@@ -273,6 +271,66 @@ CHECK_TEST(b50_destroy_with_live_allocation_is_busy)
     expect_true(m.destroyed);
     expect_eq(m.buffers_live, 0);
     expect_eq(m.bytes_held, 0);
+}
+
+/* relo_device_desc.size: 0 and sizeof(relo_device_desc) are this
+ * version's size; a larger one (a caller built against a later relo.h) or
+ * one smaller than the first version's is refused, leaving the backend with
+ * the caller; relo_device_desc_get reports this version's size. A
+ * placement out of range is refused too. */
+CHECK_TEST(x_device_desc_size)
+{
+    relo_backend *b = NULL;
+    relo_host_desc hd = fx_host();
+    require_ok(relo_backend_host_create(&hd, &b));
+    relo_device *d = NULL;
+    relo_device_desc dd;
+    const uint32_t refused[] = {(uint32_t)sizeof dd + 1, (uint32_t)sizeof dd + 64, UINT32_MAX,
+                                (uint32_t)sizeof dd - 1, (uint32_t)offsetof(relo_device_desc, page_free), 4, 1};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        memset(&dd, 0, sizeof dd);
+        dd.size = refused[i];
+        expect_status(relo_device_create(&dd, b, &d), RELO_ERR_INVALID_ARGUMENT);
+        expect_true(d == NULL);
+    }
+    const relo_placement bad_placements[] = {RELO_PLACEMENT_COUNT, (relo_placement)99};
+    for (size_t i = 0; i < sizeof bad_placements / sizeof bad_placements[0]; i++) {
+        memset(&dd, 0, sizeof dd);
+        dd.size = sizeof dd;
+        dd.placement = bad_placements[i];
+        expect_status(relo_device_create(&dd, b, &d), RELO_ERR_INVALID_ARGUMENT);
+        expect_true(d == NULL);
+    }
+    /* This version's size, given or as 0: the desc is read whole. */
+    const uint32_t sizes[] = {0, (uint32_t)sizeof dd};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        memset(&dd, 0, sizeof dd);
+        dd.size = sizes[i];
+        dd.placement = RELO_PLACEMENT_ADAPTIVE;
+        dd.cache_limit = 3 * MiB;
+        dd.page_free = RELO_PAGE_FREE_INLINE;
+        if (!b) require_ok(relo_backend_host_create(&hd, &b));
+        require_ok(relo_device_create(&dd, b, &d));
+        b = NULL; /* the device owns it now */
+        relo_device_desc got;
+        memset(&got, 0xAB, sizeof got);
+        expect_ok(relo_device_desc_get(d, &got));
+        expect_eq(got.size, sizeof got);
+        expect_eq(got.placement, RELO_PLACEMENT_ADAPTIVE);
+        expect_eq(got.cache_limit, 3 * MiB);
+        expect_ok(relo_device_destroy(d));
+        d = NULL;
+    }
+    /* No desc at all: the defaults, reported with this version's size. */
+    require_ok(relo_backend_host_create(&hd, &b));
+    require_ok(relo_device_create(NULL, b, &d));
+    relo_device_desc got;
+    memset(&got, 0, sizeof got);
+    expect_ok(relo_device_desc_get(d, &got));
+    expect_eq(got.size, sizeof got);
+    expect_eq(got.placement, RELO_PLACEMENT_PACKED);
+    expect_eq(got.cache_limit, RELO_CACHE_LIMIT_DEFAULT);
+    expect_ok(relo_device_destroy(d));
 }
 
 /* Destroying a stream: BUSY while it records or a live allocation of it

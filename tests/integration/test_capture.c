@@ -26,7 +26,7 @@ static relo_graph *record(fx *f, const relo_handle *h, int n)
 CHECK_TEST(b38_capture_state_machine)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_graph *graph = NULL;
     expect_status(relo_capture_begin(f.s), RELO_ERR_CAPTURE_STATE);
     expect_status(relo_capture_end(f.s, &graph), RELO_ERR_CAPTURE_STATE);
@@ -60,7 +60,7 @@ CHECK_TEST(b38_capture_state_machine)
 CHECK_TEST(b39_prepare_relocates_every_stream)
 {
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     relo_stream *third = NULL;
     require_ok(relo_stream_create(f.dev, NULL, &third));
     relo_handle a1 = fx_reserve(f.s, 1 * MiB), b1 = fx_reserve(f.s2, 1 * MiB);
@@ -99,7 +99,7 @@ CHECK_TEST(b39_prepare_relocates_every_stream)
 CHECK_TEST(b40_recording_may_not_add_pages)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     expect_ok(relo_capture_prepare(f.s));
     expect_ok(relo_capture_begin(f.s));
@@ -138,7 +138,7 @@ CHECK_TEST(b40_recording_may_not_add_pages)
 CHECK_TEST(b41_guarded_page_serves_nothing_new)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     void *page = fx_bind(f.s, a).buffer;
     relo_graph *graph = NULL;
@@ -196,7 +196,7 @@ static bool make_guarded(fx *f, guarded_setup *t)
 CHECK_TEST(b42_guarded_page_is_not_relocated)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     guarded_setup t;
     require_true(make_guarded(&f, &t));
     expect_ok(relo_reclaim(f.s));
@@ -221,7 +221,7 @@ CHECK_TEST(b42_guarded_page_is_not_relocated)
 CHECK_TEST(b43_destroyed_graph_releases_guard)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     guarded_setup t;
     require_true(make_guarded(&f, &t));
     expect_ok(relo_reclaim(f.s));
@@ -253,7 +253,7 @@ CHECK_TEST(b43_destroyed_graph_releases_guard)
 CHECK_TEST(b44_reclaim_keeps_empty_guarded_page)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     relo_graph *graph = record(&f, &a, 1);
     require_true(graph != NULL);
@@ -286,7 +286,7 @@ CHECK_TEST(b44_reclaim_keeps_empty_guarded_page)
 CHECK_TEST(x_no_page_released_while_another_stream_records)
 {
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     relo_stream *A = f.s, *B = f.s2;
     expect_ok(relo_capture_prepare(B));
     expect_ok(relo_capture_begin(B));
@@ -322,7 +322,7 @@ CHECK_TEST(x_no_page_released_while_another_stream_records)
 CHECK_TEST(x_cross_stream_resolve_guards_page)
 {
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     relo_stream *A = f.s, *B = f.s2;
     relo_handle a = fx_reserve(A, 1 * MiB);
     expect_ok(fx_fill(f.dev, a, 0x42, 1 * MiB));
@@ -362,7 +362,7 @@ CHECK_TEST(x_cross_stream_resolve_guards_page)
 CHECK_TEST(x_room_a_recording_touched_stays_the_graphs)
 {
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     relo_stream *O = f.s, *S = f.s2;
     relo_handle a1 = fx_reserve(O, 1 * MiB);
     relo_handle keep = fx_reserve(O, 1 * MiB); /* the page stays */
@@ -411,7 +411,7 @@ CHECK_TEST(x_room_a_recording_touched_stays_the_graphs)
 CHECK_TEST(x_failed_recording_drops_its_guards)
 {
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     relo_stream *O = f.s, *S = f.s2;
     relo_handle a1 = fx_reserve(O, 1 * MiB);
     relo_handle keep = fx_reserve(O, 1 * MiB);

@@ -1,5 +1,5 @@
 /*
- * test_compaction.c — the dense policy's compaction (docs/placement.md): it
+ * test_compaction.c — the packed placement's compaction (docs/placement.md): it
  * keeps every byte, moves a page all or nothing, never touches a guarded
  * page, loses nothing when a pass is abandoned or its outcome is unknown,
  * and makes a workload fit when the device refuses a page. The last cases
@@ -8,7 +8,7 @@
  * such an allocation moved alone; and the pages packing moves runs to,
  * two to a page where the granule would strand a tail of each.
  *
- * Setup shared by the cases: a dense device on the host backend; 256
+ * Setup shared by the cases: a device of the packed placement on the host backend; 256
  * allocations of 16 KiB fill 64 pages of 64 KiB (a new fine-pool page
  * holds as many copies of its request as fit, and small workloads get
  * small pages); then some of each page's four are released, so every page
@@ -36,7 +36,7 @@ typedef struct scene {
 static bool scene_open(scene *sc, const relo_host_desc *hd, bool (*keep)(int))
 {
     memset(sc, 0, sizeof *sc);
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     relo_host_desc def = fx_host();
     if (fx_open(&sc->f, hd ? hd : &def, &dd) != RELO_OK) return false;
     for (int i = 0; i < COUNT; i++) {
@@ -254,7 +254,7 @@ CHECK_TEST(refused_page_without_relocation_stays_refused)
     relo_host_desc hd = fx_host();
     hd.capacity = 4 * MiB;
     memset(&sc, 0, sizeof sc);
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     dd.relocation = RELO_RELOCATION_OFF;
     require_ok(fx_open(&sc.f, &hd, &dd));
     for (int i = 0; i < COUNT; i++) {
@@ -281,7 +281,7 @@ CHECK_TEST(refused_page_empties_fine_pages_into_the_large_pools_room)
     fx f;
     relo_host_desc hd = fx_host();
     hd.capacity = 2 * MiB + 4 * 64 * KiB;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     require_ok(fx_open(&f, &hd, &dd));
     relo_handle large = fx_reserve(f.s, 1536 * KiB), fine[4];
     require_ne(large.id, 0);
@@ -322,7 +322,7 @@ CHECK_TEST(refused_page_empties_fine_pages_into_the_large_pools_room)
 CHECK_TEST(repeated_large_size_gets_a_page_of_copies)
 {
     fx f;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     relo_host_desc hd = fx_host();
     require_ok(fx_open(&f, &hd, &dd));
     const uint64_t s = 25 * MiB / 2;
@@ -353,14 +353,14 @@ CHECK_TEST(repeated_large_size_gets_a_page_of_copies)
     fx_close(&f);
 }
 
-/* Before a new page the dense layout weighs packing against the page it
+/* Before a new page the packed layout weighs packing against the page it
  * would take; a page of copies is a bet on more of the size, so it weighs
  * (and asks packing to spare) the request's own page: 26 MiB for a
  * repeated 25 MiB request whose new page would hold two, 50 MiB. */
 CHECK_TEST(packing_weighs_a_repeated_size_by_its_own_page)
 {
     fx f;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     relo_host_desc hd = fx_host();
     hd.granule = 2 * MiB;
     require_ok(fx_open_sim(&f, &hd, &dd));
@@ -389,8 +389,8 @@ static void lone_copies_scene(fx *f, relo_handle h[5])
 {
     relo_host_desc hd = fx_host();
     hd.granule = 2 * MiB;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
-    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
+    dd.cache_limit = RELO_CACHE_LIMIT_NEVER;
     require_ok(fx_open(f, &hd, &dd));
     const uint64_t s = 25 * MiB / 2;
     h[4] = fx_reserve(f->s, s); /* a page of its own: the size is a recent one */
@@ -453,8 +453,8 @@ static void two_runs_packed(fx *f, uint64_t capacity, relo_handle h[4])
     relo_host_desc hd = fx_host();
     hd.granule = 2 * MiB;
     hd.capacity = capacity;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
-    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
+    dd.cache_limit = RELO_CACHE_LIMIT_NEVER;
     require_ok(fx_open(f, &hd, &dd));
     relo_handle big[2];
     for (int i = 0; i < 2; i++) big[i] = fx_reserve(f->s, 16 * MiB);
@@ -482,7 +482,7 @@ CHECK_TEST(pressure_moves_two_runs_into_one_page_where_they_round_to_less)
     expect_eq(fx_stats(f.s).bytes_reserved, 26 * MiB);
     for (int i = 1; i < 4; i++) expect_true(fx_bind(f.s, h[i]).buffer == fx_bind(f.s, h[0]).buffer);
     /* The page a pair is planned into is set only while it is planned. */
-    relo_pool *large = &f.s->layout.dense.pools[1];
+    relo_pool *large = &f.s->layout.packed.pools[1];
     relo__device_lock(f.dev);
     large->fill_page = large->pages[0];
     relo__device_unlock(f.dev);
@@ -518,7 +518,7 @@ CHECK_TEST(pressure_moves_runs_alone_where_the_pair_page_is_not_lent)
 CHECK_TEST(large_request_sets_the_small_page_floor)
 {
     fx f;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     relo_host_desc hd = fx_host();
     relo_handle h[5];
     require_ok(fx_open(&f, &hd, &dd));

@@ -90,7 +90,7 @@ static relo_host_desc no_faults(void)
 CHECK_TEST(f_refused_copies_abandon)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     spread t;
     require_true(make_spread(&f, &t));
     relo_stats before = fx_stats(f.s);
@@ -127,7 +127,7 @@ CHECK_TEST(f_refused_copies_abandon)
 CHECK_TEST(f_second_copy_refused_abandons_whole_plan)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     spread t;
     require_true(make_spread(&f, &t));
     relo_host_counts c0 = fx_counts(&f);
@@ -159,7 +159,7 @@ CHECK_TEST(f_mock_refused_copy_still_waits)
     relo_backend *b = NULL;
     require_ok(mock_backend_create(&m, NULL, &b));
     fx f;
-    require_ok(fx_open_backend(&f, b, FX_SEED));
+    require_ok(fx_open_backend(&f, b, FX_ADAPTIVE));
     spread t;
     require_true(make_spread(&f, &t));
     mock_clear_log(&m);
@@ -183,7 +183,7 @@ CHECK_TEST(f_mock_refused_copy_still_waits)
 CHECK_TEST(f_wait_device_fails)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     spread t;
     require_true(make_spread(&f, &t));
     relo_host_counts c0 = fx_counts(&f);
@@ -211,7 +211,7 @@ CHECK_TEST(f_wait_device_fails)
 CHECK_TEST(f_failed_wait_copies_leaks_never_reused)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a1 = fx_reserve(f.s, 512 * KiB), a2 = fx_reserve(f.s, 512 * KiB);
     expect_ok(fx_write_pattern(f.dev, a1, 1, 512 * KiB));
     expect_ok(fx_write_pattern(f.dev, a2, 2, 512 * KiB));
@@ -274,7 +274,7 @@ CHECK_TEST(f_mock_failed_wait_copies_targets_never_reused)
     relo_backend *b = NULL;
     require_ok(mock_backend_create(&m, NULL, &b));
     fx f;
-    require_ok(fx_open_backend(&f, b, FX_SEED));
+    require_ok(fx_open_backend(&f, b, FX_ADAPTIVE));
     spread t;
     require_true(make_spread(&f, &t));
     mock_clear_log(&m);
@@ -351,7 +351,7 @@ CHECK_TEST(f_page_refused_while_planning_targets)
 {
     for (int pass = 0; pass < 2; pass++) {
         fx f;
-        require_ok(fx_open(&f, NULL, FX_SEED));
+        require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
         two_pages p;
         require_true(make_two_pages(&f, &p));
         uint64_t allocs = fx_counts(&f).allocs;
@@ -398,7 +398,7 @@ CHECK_TEST(f_every_page_refused_while_planning_targets)
 {
     for (int pass = 0; pass < 2; pass++) {
         fx f;
-        require_ok(fx_open(&f, NULL, FX_SEED));
+        require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
         two_pages p;
         require_true(make_two_pages(&f, &p));
         relo_host_desc faults = no_faults();
@@ -437,7 +437,7 @@ CHECK_TEST(f_host_memory_fails_during_relocation)
     uint64_t n = 1;
     for (; n <= 40 && !completed; n++) {
         fx f;
-        require_ok(fx_open(&f, NULL, FX_SEED));
+        require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
         spread t;
         require_true(make_spread(&f, &t));
         relo__testing_hostmem_fail_at(n, 1);

@@ -29,7 +29,7 @@
 #define SIZE (16 * KiB)
 #define GATE_SECONDS 10
 
-/* A dense device on the mock backend: COUNT allocations of SIZE, each with
+/* A packed-placement device on the mock backend: COUNT allocations of SIZE, each with
  * its own pattern, of which one in four is kept, so every page is sparse
  * and a reclaim packs them. */
 typedef struct scene {
@@ -46,7 +46,7 @@ static bool scene_open_keeping(scene *sc, const relo_backend_props *props, bool 
     memset(sc, 0, sizeof *sc);
     relo_backend *b = NULL;
     if (mock_backend_create(&sc->m, props, &b) != RELO_OK) return false;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DEFAULT);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_DEFAULT);
     if (fx_open_backend(&sc->f, b, &dd) != RELO_OK) return false;
     for (int i = 0; i < COUNT; i++) {
         sc->h[i] = fx_reserve(sc->f.s, SIZE);
@@ -314,7 +314,7 @@ CHECK_TEST(check_accepts_a_reservation_waiting_on_its_pass)
     mock_ctx m;
     relo_backend *b = NULL;
     require_ok(mock_backend_create(&m, NULL, &b));
-    relo_device_desc dd = fx_desc(RELO_POLICY_DEFAULT);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_DEFAULT);
     fx f;
     require_ok(fx_open_backend(&f, b, &dd));
     enum { N = 64 };
@@ -598,8 +598,8 @@ CHECK_TEST(a_pin_while_a_pass_plans_keeps_its_allocation_in_place)
     relo_backend_props props = {32, 128 * MiB, 0, 2 * MiB};
     relo_backend *b = NULL;
     require_ok(mock_backend_create(&m, &props, &b));
-    relo_device_desc dd = fx_desc(RELO_POLICY_DEFAULT);
-    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_DEFAULT);
+    dd.cache_limit = RELO_CACHE_LIMIT_NEVER;
     fx f;
     require_ok(fx_open_backend(&f, b, &dd));
     const uint64_t size = 25 * MiB / 2;

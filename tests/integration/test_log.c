@@ -64,7 +64,7 @@ static void log_calls_relo(void *user, relo_log_level level, const char *message
     seen.abandoned = dev.relocations_abandoned;
 }
 
-/* A device of the seed policy whose stream holds one 1 MiB allocation on
+/* A device of the adaptive placement whose stream holds one 1 MiB allocation on
  * an outdated page (a 20 MiB request grew the arena past it), so that
  * relo_reclaim relocates it; the device's wait then fails, and the
  * relocation is abandoned. */
@@ -92,7 +92,7 @@ CHECK_TEST(callback_may_call_relo)
     signal(SIGALRM, on_alarm);
     alarm(LOG_DEADLINE_S);
     memset(&seen, 0, sizeof seen);
-    relo_device_desc desc = fx_desc(RELO_POLICY_SEED);
+    relo_device_desc desc = fx_desc(RELO_PLACEMENT_ADAPTIVE);
     desc.log = log_calls_relo;
     fx f;
     require_ok(fx_open(&f, NULL, &desc));
@@ -124,7 +124,7 @@ CHECK_TEST(nothing_printed_without_a_callback)
     relo_host_desc hd = fx_host();
     relo_backend *b = NULL;
     require_ok(relo_backend_host_create(&hd, &b));
-    relo_device_desc desc = fx_desc(RELO_POLICY_SEED);
+    relo_device_desc desc = fx_desc(RELO_PLACEMENT_ADAPTIVE);
     fx f;
     memset(&f, 0, sizeof f);
     f.backend = b;
@@ -204,7 +204,7 @@ CHECK_TEST(callback_may_call_what_waits_for_a_pass)
     mock_ctx m;
     relo_backend *b = NULL;
     require_ok(mock_backend_create(&m, NULL, &b));
-    relo_device_desc desc = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc desc = fx_desc(RELO_PLACEMENT_PACKED);
     desc.log = log_reclaims;
     fx f;
     require_ok(fx_open_backend(&f, b, &desc));

@@ -7,7 +7,7 @@
  * order; and the index follows every change the pools make, as
  * relo_device_check verifies.
  *
- * Dense devices on the simulated backend, so thousands of pages cost no
+ * Devices of the packed placement on the simulated backend, so thousands of pages cost no
  * bytes.
  */
 #include "check.h"
@@ -29,7 +29,7 @@ static bool dev_open(dev *x, uint64_t pass_max_bytes)
     memset(&hd, 0, sizeof hd);
     hd.alignment = 256;
     relo_backend *be = NULL;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     dd.pass_max_bytes = pass_max_bytes;
     return relo_backend_sim_create(&hd, &be) == RELO_OK && relo_device_create(&dd, be, &x->d) == RELO_OK &&
            relo_stream_create(x->d, NULL, &x->s) == RELO_OK;
@@ -59,7 +59,7 @@ enum { FULL_N = 20000 };
 static void fill_then_release(dev *x, relo_handle *h, size_t count, size_t step)
 {
     for (size_t i = 0; i < FULL_N; i++) require_ok(relo_reserve(x->s, 64 * KiB, &h[i]));
-    expect_gt(x->s->layout.dense.pools[0].page_count, 300);
+    expect_gt(x->s->layout.packed.pools[0].page_count, 300);
     for (size_t i = 0; i < count; i += step) {
         expect_ok(relo_release(x->d, h[i]));
         h[i].id = 0;
@@ -143,7 +143,7 @@ static relo_page *page_of(dev *x, relo_handle h)
 {
     relo_binding b = {0};
     if (relo_resolve(x->s, h, &b) != RELO_OK) return NULL;
-    relo_pool *pool = &x->s->layout.dense.pools[0];
+    relo_pool *pool = &x->s->layout.packed.pools[0];
     for (uint32_t i = 0; i < pool->page_count; i++)
         if (pool->pages[i]->buffer == b.buffer) return pool->pages[i];
     return NULL;
@@ -160,7 +160,7 @@ static void trim_order_case(uint32_t empties, uint32_t stay)
     dev x;
     require_true(dev_open(&x, 0));
     for (size_t i = 0; i < FULL_N; i++) require_ok(relo_reserve(x.s, 64 * KiB, &h[i]));
-    relo_pool *pool = &x.s->layout.dense.pools[0];
+    relo_pool *pool = &x.s->layout.packed.pools[0];
     require_true(pool->page_count > 3 * empties && pool->page_count <= 4096);
     for (size_t i = 0; i < FULL_N; i++) {
         relo_page *p = page_of(&x, h[i]);
@@ -241,7 +241,7 @@ CHECK_TEST(first_page_emptied_is_the_walks_choice)
             }
         }
         /* The walk's choice. */
-        const relo_pool *pool = &x.s->layout.dense.pools[0];
+        const relo_pool *pool = &x.s->layout.packed.pools[0];
         const relo_page *best = NULL;
         for (uint32_t i = 0; i < pool->page_count; i++) {
             const relo_page *p = pool->pages[i];

@@ -194,11 +194,11 @@ static void drop(world *w, int k)
 static bool begin_device(world *w, const relo_host_desc *hd, const relo_device_desc *dd)
 {
     if (!step_(w, relo_backend_host_create(hd, &w->backend), RELO_OK, "backend create")) return false;
-    /* The seed policy unless the case asks for another: its arena growth
+    /* The adaptive placement unless the case asks for another: its arena growth
      * is what the cases count moves on. */
     relo_device_desc desc = {0};
     if (dd) desc = *dd;
-    if (desc.policy == RELO_POLICY_DEFAULT) desc.policy = RELO_POLICY_SEED;
+    if (desc.placement == RELO_PLACEMENT_DEFAULT) desc.placement = RELO_PLACEMENT_ADAPTIVE;
     if (!step_(w, relo_device_create(&desc, w->backend, &w->device), RELO_OK, "device create")) return false;
     w->backend = NULL;
     for (int i = 0; i < STREAMS; i++)
@@ -328,7 +328,7 @@ static void scenario_exclusive(world *w)
     hd.alignment = 10;
     hd.max_page_size = 16 * MIB;
     relo_device_desc dd = {0};
-    dd.layout = RELO_LAYOUT_EXCLUSIVE;
+    dd.placement = RELO_PLACEMENT_EXCLUSIVE;
     if (!begin_device(w, &hd, &dd)) return;
     for (uint64_t i = 1; i <= 8; i++) RESERVE(w, (int)(i & 1), 1000 * i * i);
     drop(w, 3);

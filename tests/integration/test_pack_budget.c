@@ -1,7 +1,7 @@
 /*
  * test_pack_budget.c — packing that nothing waits on, and its copy budget
  * (src/policy/steps.c; docs/placement.md, "The copy budget"):
- * - room held past live + the release threshold on pages that still hold
+ * - room held past live + the cache limit on pages that still hold
  *   allocations is packed at the next relo_reserve, and the pages it
  *   empties go back, without a refused page or a reclaim asking;
  * - such packing, and packing before a new page the device would lend,
@@ -12,8 +12,8 @@
  *   dropped before anything moves.
  * Every live allocation keeps every byte.
  *
- * Setup shared by the first two cases: a dense device on the host backend
- * (real bytes) with threshold 1 (no empty page kept). ROUNDS times, COUNT
+ * Setup shared by the first two cases: a device of the packed placement on
+ * the host backend (real bytes) with cache limit 1 (no empty page kept). ROUNDS times, COUNT
  * allocations of SIZE are made (each round but the last released whole),
  * then all but every STRIDE-th are released: each page the fine pool
  * carved keeps one allocation, and most of what it holds is free room
@@ -38,8 +38,8 @@ typedef struct scene {
 static bool scene_open(scene *sc, int rounds, const relo_host_desc *hd, uint64_t capacity)
 {
     memset(sc, 0, sizeof *sc);
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
-    dd.release_threshold = 1;
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
+    dd.cache_limit = 1;
     dd.capacity = capacity;
     if (fx_open(&sc->f, hd, &dd) != RELO_OK) return false;
     for (int r = 0; r < rounds; r++) {
@@ -87,7 +87,7 @@ static void one_reserve(scene *sc)
     if (h.id) expect_ok(relo_release(sc->f.dev, h));
 }
 
-CHECK_TEST(room_past_the_threshold_is_packed_at_the_next_reserve)
+CHECK_TEST(room_past_the_cache_limit_is_packed_at_the_next_reserve)
 {
     scene sc;
     /* Four rounds earn a budget (4 * 24 MiB / 64 = 1.5 MiB) larger than
@@ -159,7 +159,7 @@ CHECK_TEST(packing_before_a_page_is_budgeted_while_memory_is_plentiful)
 
 CHECK_TEST(packing_that_cannot_spare_the_page_moves_nothing)
 {
-    /* No threshold, so only packing before a page moves anything. The
+    /* No cache limit, so only packing before a page moves anything. The
      * first SPARSE pages keep their first allocation each, every other
      * page keeps all of its own: no room anywhere but on the sparse pages.
      * Their keepers could gather on one of them within the 384 KiB one
@@ -168,8 +168,8 @@ CHECK_TEST(packing_that_cannot_spare_the_page_moves_nothing)
      * without sparing it, and does not. */
     enum { SPARSE = 4 };
     fx f;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
-    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
+    dd.cache_limit = RELO_CACHE_LIMIT_NEVER;
     require_ok(fx_open(&f, NULL, &dd));
     relo_handle h[COUNT];
     void *buffer[COUNT];

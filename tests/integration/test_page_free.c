@@ -62,7 +62,7 @@ static void gate_set(gate *g, bool open)
     pthread_mutex_unlock(&g->mu);
 }
 
-/* A mock device with the release thread, the seed policy, and the gate in
+/* A mock device with the release thread, the adaptive placement, and the gate in
  * its free and alloc. */
 static relo_device *open_device(mock_ctx *m, gate *g)
 {
@@ -78,7 +78,7 @@ static relo_device *open_device(mock_ctx *m, gate *g)
     m->alloc_user = g;
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.policy = RELO_POLICY_SEED;
+    dd.placement = RELO_PLACEMENT_ADAPTIVE;
     dd.page_free = RELO_PAGE_FREE_THREAD;
     relo_device *d = NULL;
     if (relo_device_create(&dd, b, &d) != RELO_OK) relo_backend_destroy(b);
@@ -215,7 +215,7 @@ static void *trim_thread(void *arg)
     return NULL;
 }
 
-/* relo_trim (and the release threshold at the end of a reservation) free
+/* relo_trim (and the cache limit at the end of a reservation) free
  * page buffers without the device lock, on the calling thread by default:
  * while the backend's free waits at the gate, another thread pins. */
 CHECK_TEST(trim_frees_without_the_lock)
@@ -230,7 +230,7 @@ CHECK_TEST(trim_frees_without_the_lock)
     m.free_hook = free_hook;
     m.free_user = g;
     relo_device *d = NULL;
-    require_ok(relo_device_create(NULL, b, &d)); /* dense, frees inline */
+    require_ok(relo_device_create(NULL, b, &d)); /* packed, frees inline */
     relo_stream *s = NULL;
     require_ok(relo_stream_create(d, NULL, &s));
     relo_handle a = fx_reserve(s, 12 * MiB), gone = fx_reserve(s, 20 * MiB); /* a page each */

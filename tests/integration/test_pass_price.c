@@ -1,5 +1,5 @@
 /*
- * test_pass_price.c — what a pass costs the runtime, under both policies:
+ * test_pass_price.c — what a pass costs the runtime, under both placements:
  * a reclaim waits for the device once and for its copies once (one pass),
  * a bound on a pass's bytes splits a reclaim into as few passes as it
  * allows, and while one thread's pass waits for the device, another
@@ -38,13 +38,13 @@ static uint64_t scene_size(int i)
     return (uint64_t)(3 + (i * 7) % 5) * MiB + (uint64_t)((i * 13) % 7) * 64 * KiB;
 }
 
-static bool scene_open(scene *sc, relo_policy policy, uint64_t pass_max_bytes, bool second_stream)
+static bool scene_open(scene *sc, relo_placement placement, uint64_t pass_max_bytes, bool second_stream)
 {
     memset(sc, 0, sizeof *sc);
     relo_backend_props props = {256, GiB, 0, 0};
     relo_backend *b = NULL;
     if (mock_backend_create(&sc->m, &props, &b) != RELO_OK) return false;
-    relo_device_desc dd = fx_desc(policy);
+    relo_device_desc dd = fx_desc(placement);
     dd.pass_max_bytes = pass_max_bytes;
     if (fx_open_backend(&sc->f, b, &dd) != RELO_OK) return false;
     if (second_stream && relo_stream_create(sc->f.dev, NULL, &sc->f.s2) != RELO_OK) return false;
@@ -73,10 +73,10 @@ static void scene_close(scene *sc)
 
 /* A reclaim of the scene moves allocations in one pass: one device wait,
  * one wait for copies; every byte stays. */
-static void reclaim_drains_once(relo_policy policy)
+static void reclaim_drains_once(relo_placement placement)
 {
     scene sc;
-    require_true(scene_open(&sc, policy, 0, false));
+    require_true(scene_open(&sc, placement, 0, false));
     uint64_t waits = sc.m.calls[MOCK_WAIT_DEVICE], copies = sc.m.calls[MOCK_WAIT_COPIES];
     relo_stats before = fx_dev_stats(sc.f.dev);
     expect_ok(relo_reclaim(sc.f.s));
@@ -91,15 +91,15 @@ static void reclaim_drains_once(relo_policy policy)
     scene_close(&sc);
 }
 
-CHECK_TEST(reclaim_waits_for_the_device_once_dense) { reclaim_drains_once(RELO_POLICY_DENSE); }
-CHECK_TEST(reclaim_waits_for_the_device_once_seed) { reclaim_drains_once(RELO_POLICY_SEED); }
+CHECK_TEST(reclaim_waits_for_the_device_once_packed) { reclaim_drains_once(RELO_PLACEMENT_PACKED); }
+CHECK_TEST(reclaim_waits_for_the_device_once_adaptive) { reclaim_drains_once(RELO_PLACEMENT_ADAPTIVE); }
 
 /* A second reclaim right after finds nothing worth moving: nothing moves
  * again for nothing. */
 CHECK_TEST(reclaim_after_reclaim_moves_nothing)
 {
     scene sc;
-    require_true(scene_open(&sc, RELO_POLICY_DENSE, 0, false));
+    require_true(scene_open(&sc, RELO_PLACEMENT_PACKED, 0, false));
     expect_ok(relo_reclaim(sc.f.s));
     relo_stats once = fx_dev_stats(sc.f.dev);
     uint64_t waits = sc.m.calls[MOCK_WAIT_DEVICE];
@@ -118,7 +118,7 @@ CHECK_TEST(bounded_reclaim_takes_as_few_passes_as_its_bytes_need)
 {
     const uint64_t bound = 4 * MiB;
     scene sc;
-    require_true(scene_open(&sc, RELO_POLICY_DENSE, bound, false));
+    require_true(scene_open(&sc, RELO_PLACEMENT_PACKED, bound, false));
     uint64_t waits = sc.m.calls[MOCK_WAIT_DEVICE];
     relo_stats before = fx_dev_stats(sc.f.dev);
     expect_ok(relo_reclaim(sc.f.s));
@@ -186,11 +186,11 @@ static void *other_stream(void *arg)
 
 /* While the reclaim's pass waits for the device on one thread, another
  * thread's calls on another stream go on: its rounds complete before the
- * device wait is let go. Under both policies. */
-static void other_stream_goes_on(relo_policy policy)
+ * device wait is let go. Under both placements. */
+static void other_stream_goes_on(relo_placement placement)
 {
     scene sc;
-    require_true(scene_open(&sc, policy, 0, true));
+    require_true(scene_open(&sc, placement, 0, true));
     other o = {sc.f.dev, sc.f.s2, {0}, 0, false, 0};
     o.own = fx_reserve(sc.f.s2, 64 * KiB);
     require_ne(o.own.id, 0);
@@ -222,16 +222,16 @@ static void other_stream_goes_on(relo_policy policy)
     scene_close(&sc);
 }
 
-CHECK_TEST(other_stream_goes_on_while_a_pass_waits_dense) { other_stream_goes_on(RELO_POLICY_DENSE); }
-CHECK_TEST(other_stream_goes_on_while_a_pass_waits_seed) { other_stream_goes_on(RELO_POLICY_SEED); }
+CHECK_TEST(other_stream_goes_on_while_a_pass_waits_packed) { other_stream_goes_on(RELO_PLACEMENT_PACKED); }
+CHECK_TEST(other_stream_goes_on_while_a_pass_waits_adaptive) { other_stream_goes_on(RELO_PLACEMENT_ADAPTIVE); }
 
 /* Another stream's reservations, on a device that holds the scene's
  * scattered room, pack that stream's own pools only: they neither move the
  * scene's allocations nor wait for the device. */
-static void other_stream_packs_only_its_own(relo_policy policy)
+static void other_stream_packs_only_its_own(relo_placement placement)
 {
     scene sc;
-    require_true(scene_open(&sc, policy, 0, true));
+    require_true(scene_open(&sc, placement, 0, true));
     uint64_t waits = sc.m.calls[MOCK_WAIT_DEVICE];
     uint64_t moved = fx_dev_stats(sc.f.dev).allocations_moved;
     for (int round = 0; round < 64; round++) {
@@ -245,7 +245,7 @@ static void other_stream_packs_only_its_own(relo_policy policy)
     scene_close(&sc);
 }
 
-CHECK_TEST(other_stream_packs_only_its_own_dense) { other_stream_packs_only_its_own(RELO_POLICY_DENSE); }
-CHECK_TEST(other_stream_packs_only_its_own_seed) { other_stream_packs_only_its_own(RELO_POLICY_SEED); }
+CHECK_TEST(other_stream_packs_only_its_own_packed) { other_stream_packs_only_its_own(RELO_PLACEMENT_PACKED); }
+CHECK_TEST(other_stream_packs_only_its_own_adaptive) { other_stream_packs_only_its_own(RELO_PLACEMENT_ADAPTIVE); }
 
 CHECK_MAIN()

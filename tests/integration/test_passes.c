@@ -42,7 +42,7 @@ static void release_grown(fx *f, grown *g)
 CHECK_TEST(pin_keeps_an_allocation_in_place)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     grown g;
     require_true(grow(&f, f.s, &g, 7));
     relo_binding pinned;
@@ -70,7 +70,7 @@ CHECK_TEST(pin_keeps_an_allocation_in_place)
 CHECK_TEST(unpin_misuse_and_release_of_pinned)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle h = fx_reserve(f.s, 4096);
     relo_binding b;
     expect_status(relo_unpin(f.dev, h), RELO_ERR_INVALID_ARGUMENT);
@@ -102,7 +102,7 @@ CHECK_TEST(unpin_misuse_and_release_of_pinned)
 CHECK_TEST(pass_runtime_copies_and_commits)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     grown g;
     require_true(grow(&f, f.s, &g, 11));
     uint64_t pages = fx_dev_stats(f.dev).pages;
@@ -136,7 +136,7 @@ CHECK_TEST(pass_runtime_copies_and_commits)
 CHECK_TEST(pass_relo_copies)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     grown g;
     require_true(grow(&f, f.s, &g, 5));
     relo_pass *pass = NULL;
@@ -158,7 +158,7 @@ CHECK_TEST(pass_relo_copies)
 CHECK_TEST(pass_skip_abandon_unknown)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     grown g;
     require_true(grow(&f, f.s, &g, 9));
     relo_stats before = fx_dev_stats(f.dev);
@@ -201,7 +201,7 @@ CHECK_TEST(pass_skip_abandon_unknown)
 CHECK_TEST(pass_open_while_others_call)
 {
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     grown g1, o;
     require_true(grow(&f, f.s, &g1, 1));
     require_true(grow(&f, f.s2, &o, 4));
@@ -260,7 +260,7 @@ CHECK_TEST(pass_open_while_others_call)
 CHECK_TEST(pass_refusals_and_empty_pass)
 {
     fx f, g;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_pass *pass = NULL;
     require_ok(relo_pass_begin(f.dev, NULL, &pass));
     expect_eq(relo_pass_move_count(pass), 0);
@@ -297,7 +297,7 @@ CHECK_TEST(pass_refusals_and_empty_pass)
 CHECK_TEST(pass_bounds)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle x = fx_reserve(f.s, 256 * KiB);     /* page 1: 2 MiB */
     relo_handle m = fx_reserve(f.s, 5 * MiB / 2);   /* page 2: 4 MiB */
     expect_ok(relo_release(f.dev, m));
@@ -347,7 +347,7 @@ static relo_status refuse_finish(void *user)
 CHECK_TEST(stream_finish_replaces_device_wait)
 {
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     int calls1 = 0, calls2 = 0;
     expect_ok(relo_stream_set_finish(f.s, count_finish, &calls1));
     expect_status(relo_stream_set_finish(NULL, count_finish, &calls1), RELO_ERR_INVALID_ARGUMENT);
@@ -392,7 +392,7 @@ CHECK_TEST(stream_finish_replaces_device_wait)
 CHECK_TEST(reclaim_moves_its_stream_only)
 {
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     grown g1, g2;
     require_true(grow(&f, f.s, &g1, 1));
     require_true(grow(&f, f.s2, &g2, 2));
@@ -488,7 +488,7 @@ CHECK_TEST(device_wait_without_the_lock)
     relo_backend *backend = NULL;
     require_ok(mock_backend_create(&m, NULL, &backend));
     fx f;
-    require_ok(fx_open_backend(&f, backend, FX_SEED));
+    require_ok(fx_open_backend(&f, backend, FX_ADAPTIVE));
     require_ok(relo_stream_create(f.dev, NULL, &f.s2));
     /* Three allocations on an outdated page, then the growth (a 5 MiB
      * page with 1 MiB free). */
@@ -646,7 +646,7 @@ CHECK_TEST(log_callback_runs_without_the_lock)
     hd.refuse_copies = true;
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.policy = RELO_POLICY_SEED;
+    dd.placement = RELO_PLACEMENT_ADAPTIVE;
     dd.log = log_calls_relo;
     dd.log_user = &probe;
     fx f;
@@ -663,7 +663,7 @@ CHECK_TEST(log_callback_runs_without_the_lock)
     fx_close(&f);
 }
 
-/* Under the default policy a pass the runtime drives empties sparse pages
+/* Under the default placement a pass the runtime drives empties sparse pages
  * into denser ones; relo_pass_end gives the emptied pages back, as a
  * reclaim would, with every byte kept. */
 CHECK_TEST(pass_end_gives_back_the_pages_it_emptied)

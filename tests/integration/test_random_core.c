@@ -58,7 +58,7 @@ static void verify_all(const shadow *m, relo_device *dev, run_stats *rs)
 
 /* ops random operations from seed; the run must move at least min_moved
  * allocations. */
-static void run(uint64_t seed, int ops, relo_policy policy, uint64_t min_moved)
+static void run(uint64_t seed, int ops, relo_placement placement, uint64_t min_moved)
 {
     printf("  seed %llu\n", (unsigned long long)seed);
     uint64_t rng = seed;
@@ -66,7 +66,7 @@ static void run(uint64_t seed, int ops, relo_policy policy, uint64_t min_moved)
     hd.capacity = 192 * MiB;
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.policy = policy;
+    dd.placement = placement;
     fx f;
     require_ok(fx_open(&f, &hd, &dd));
     fx_pass_checks in_pass = {0};
@@ -215,20 +215,20 @@ static void run(uint64_t seed, int ops, relo_policy policy, uint64_t min_moved)
  * the zero a library that does not relocate gives. */
 CHECK_TEST(random_core_against_shadow_model)
 {
-    run(check_seed(), 2000, RELO_POLICY_SEED, 35);
+    run(check_seed(), 2000, RELO_PLACEMENT_ADAPTIVE, 35);
 }
 
 /* A second, shorter run from a seed derived from the first, so one ctest
  * run covers two sequences. */
 CHECK_TEST(random_core_second_sequence)
 {
-    run(check_seed() * 6364136223846793005u + 1442695040888963407u, 1500, RELO_POLICY_SEED, 25);
+    run(check_seed() * 6364136223846793005u + 1442695040888963407u, 1500, RELO_PLACEMENT_ADAPTIVE, 25);
 }
 
-/* The dense policy also compacts current pages: more moves, same rules. */
-CHECK_TEST(random_core_dense_policy)
+/* The packed placement also compacts current pages: more moves, same rules. */
+CHECK_TEST(random_core_packed_placement)
 {
-    run(check_seed() ^ 0x5DEECE66Du, 1500, RELO_POLICY_DENSE, 50);
+    run(check_seed() ^ 0x5DEECE66Du, 1500, RELO_PLACEMENT_PACKED, 50);
 }
 
 CHECK_MAIN()

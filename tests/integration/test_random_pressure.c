@@ -1,6 +1,6 @@
 /*
- * test_random_pressure.c — random reservations and releases on a dense
- * device that is nearly always full, so that almost every new page is
+ * test_random_pressure.c — random reservations and releases on a device of
+ * the packed placement that is nearly always full, so that almost every new page is
  * refused and the steps of a refused page for the fine pool run over and
  * over (packing, make-room one and two moves deep, slides, moving a few
  * allocations out before packing), in whatever order the workload leads
@@ -75,7 +75,7 @@ static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused,
     printf("  seed %llu, capacity %llu KiB%s\n", (unsigned long long)seed, (unsigned long long)(capacity / KiB),
            mock ? ", mock backend" : "");
     uint64_t rng = seed;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     fx f;
     if (mock) {
         relo_backend *b = NULL;

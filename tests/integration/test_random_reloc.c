@@ -97,7 +97,7 @@ static void check_guards(const live_graph *g, int n_graphs, const shadow *m, rel
 
 /* ops random operations from seed, on the host backend or (sim) the
  * simulated one; the run must move at least min_moved allocations. */
-static void run(uint64_t seed, int ops, bool sim, relo_policy policy, uint64_t min_moved)
+static void run(uint64_t seed, int ops, bool sim, relo_placement placement, uint64_t min_moved)
 {
     uint64_t rng = seed;
     printf("  seed %llu%s\n", (unsigned long long)seed, sim ? " (sim backend: no bytes)" : "");
@@ -105,7 +105,7 @@ static void run(uint64_t seed, int ops, bool sim, relo_policy policy, uint64_t m
     hd.capacity = 256 * MiB;
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.policy = policy;
+    dd.placement = placement;
     fx f;
     if (sim) {
         require_ok(fx_open_sim(&f, &hd, &dd));
@@ -307,7 +307,7 @@ static void run(uint64_t seed, int ops, bool sim, relo_policy policy, uint64_t m
  * that does not relocate gives. */
 CHECK_TEST(random_reloc_two_streams_with_captures)
 {
-    run(check_seed(), 2000, false, RELO_POLICY_SEED, 80);
+    run(check_seed(), 2000, false, RELO_PLACEMENT_ADAPTIVE, 80);
 }
 
 /* The same sequence on the sim backend, which holds no bytes: on the host
@@ -315,14 +315,14 @@ CHECK_TEST(random_reloc_two_streams_with_captures)
  * buffers (memset) and by page faults; here they are relo's own work. */
 CHECK_TEST(random_reloc_pauses_without_bytes)
 {
-    run(check_seed(), 3000, true, RELO_POLICY_SEED, 100);
+    run(check_seed(), 3000, true, RELO_PLACEMENT_ADAPTIVE, 100);
 }
 
-/* The dense policy compacts current pages too; captures and guards must
+/* The packed placement compacts current pages too; captures and guards must
  * hold it back exactly as they hold back relocation. */
-CHECK_TEST(random_reloc_dense_policy)
+CHECK_TEST(random_reloc_packed_placement)
 {
-    run(check_seed() ^ 0x5DEECE66Du, 1000, false, RELO_POLICY_DENSE, 70);
+    run(check_seed() ^ 0x5DEECE66Du, 1000, false, RELO_PLACEMENT_PACKED, 70);
 }
 
 CHECK_MAIN()

@@ -9,7 +9,7 @@
  * a page, nothing moves. Packing a page in place is
  * test_refused_reservation_packing.c's.
  *
- * Every scene but the last is a dense device on the host backend with
+ * Every scene but the last is a device of the packed placement on the host backend with
  * room for exactly its 64 KiB pages of the fine pool, filled and then
  * holed (KiB; h = a released hole).
  *
@@ -169,7 +169,7 @@ static bool tails_open(scene *sc, relo_relocation relocation)
     relo_host_desc hd = fx_host();
     hd.capacity = CAPACITY;
     hd.granule = GRANULE;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     dd.capacity = CAPACITY;
     dd.relocation = relocation;
     return scene_open_host(sc, &tails, &hd, &dd);

@@ -12,7 +12,7 @@
  * allocations, that page stays as it is. Room recovered from other pages'
  * holes is test_refused_reservation.c's.
  *
- * Four scenes, each a dense device on the host backend (or, where a case
+ * Four scenes, each a device of the packed placement on the host backend (or, where a case
  * says, the mock backend) with room for exactly its pages, filled and then
  * holed (KiB; h = a released hole).
  *
@@ -137,7 +137,7 @@ static bool mock_scene_open(scene *sc, mock_ctx *m)
 {
     relo_backend *b = NULL;
     if (mock_backend_create(m, NULL, &b) != RELO_OK) return false;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     if (!scene_open_on(sc, &scattered, b, &dd)) return false;
     /* The device is full: a 17th page is refused. */
     mock_refuse(m, MOCK_ALLOC, 1, true, RELO_ERR_OUT_OF_MEMORY);
@@ -397,14 +397,14 @@ static const scene_layout lent = {
 };
 
 /* The two pages on a device of capacity bytes charging 2 MiB granules (the
- * empty pages taken first are kept: no release threshold). */
+ * empty pages taken first are kept: no cache limit). */
 static bool lent_open(scene *sc, uint64_t capacity)
 {
     relo_host_desc hd = fx_host();
     hd.capacity = capacity;
     hd.granule = 2 * MiB;
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
-    dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
+    dd.cache_limit = RELO_CACHE_LIMIT_NEVER;
     return scene_open_host(sc, &lent, &hd, &dd);
 }
 

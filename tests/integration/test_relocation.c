@@ -12,12 +12,12 @@
 #include "testing/testing.h"
 
 /* A host device of `capacity` bytes (fx_host() otherwise) with the seed
- * policy and one stream, or two where `two` is set. */
+ * placement and one stream, or two where `two` is set. */
 static relo_status open_with_capacity(fx *f, uint64_t capacity, bool two)
 {
     relo_host_desc hd = fx_host();
     hd.capacity = capacity;
-    return two ? fx_open2(f, &hd, FX_SEED) : fx_open(f, &hd, FX_SEED);
+    return two ? fx_open2(f, &hd, FX_ADAPTIVE) : fx_open(f, &hd, FX_ADAPTIVE);
 }
 
 /* The shape most of these behaviours start from: a host device (hd NULL:
@@ -28,7 +28,7 @@ static relo_status open_with_capacity(fx *f, uint64_t capacity, bool two)
 static bool open_grown(fx *f, const relo_host_desc *hd, uint64_t small, uint8_t byte,
                        relo_handle *a, relo_handle *b, relo_binding *before)
 {
-    relo_status opened = fx_open(f, hd, FX_SEED);
+    relo_status opened = fx_open(f, hd, FX_ADAPTIVE);
     expect_ok(opened);
     if (opened != RELO_OK) return false;
     *a = fx_reserve(f->s, small);
@@ -281,7 +281,7 @@ CHECK_TEST(b32_all_slots_taken_arena_full)
     relo_host_desc hd = fx_host();
     hd.max_page_size = 1 * GiB;
     fx f;
-    require_ok(fx_open_sim(&f, &hd, FX_SEED));
+    require_ok(fx_open_sim(&f, &hd, FX_ADAPTIVE));
     relo_handle h[64];
     for (int k = 0; k < 64; k++) {
         h[k] = fx_reserve(f.s, (uint64_t)(3 + 2 * k) * MiB);
@@ -436,7 +436,7 @@ static void release_three_pages(fx *f, const three_pages *t)
 CHECK_TEST(b34_pages_emptied_fewest_live_bytes_first)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     three_pages t;
     require_true(make_three_pages(&f, &t));
     static moves m;
@@ -472,7 +472,7 @@ CHECK_TEST(b34_pages_emptied_fewest_live_bytes_first)
 CHECK_TEST(b34_room_for_5mib_empties_two_pages)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     three_pages t;
     require_true(make_three_pages(&f, &t));
     expect_ok(relo_release(f.dev, t.g));
@@ -628,7 +628,7 @@ CHECK_TEST(b37_wait_device_before_copies_wait_copies_after)
     relo_backend *backend = NULL;
     require_ok(mock_backend_create(&m, NULL, &backend));
     fx f;
-    require_ok(fx_open_backend(&f, backend, FX_SEED));
+    require_ok(fx_open_backend(&f, backend, FX_ADAPTIVE));
     require_ok(relo_stream_create(f.dev, NULL, &f.s2));
     relo_handle a1 = fx_reserve(f.s, 512 * KiB), a2 = fx_reserve(f.s, 512 * KiB);
     relo_handle o = fx_reserve(f.s2, 3 * MiB); /* the other stream has work too */

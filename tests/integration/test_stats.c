@@ -55,7 +55,7 @@ static void expect_sum(relo_stats dev, relo_stats a, relo_stats b)
 CHECK_TEST(b45_stats_add_up)
 {
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     mixed a = {0}, b = {0};
     reserve_mixed(&a, f.s, 1);
     reserve_mixed(&b, f.s2, 2);
@@ -105,7 +105,7 @@ CHECK_TEST(b45_stats_add_up)
 CHECK_TEST(b46_reclaim_empties_device)
 {
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     mixed a = {0}, b = {0};
     reserve_mixed(&a, f.s, 1);
     reserve_mixed(&b, f.s2, 3);
@@ -137,7 +137,7 @@ CHECK_TEST(b46_reclaim_empties_device)
 CHECK_TEST(reclaim_device_empties_every_stream)
 {
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     mixed a = {0}, b = {0};
     reserve_mixed(&a, f.s, 1);
     reserve_mixed(&b, f.s2, 3);
@@ -361,7 +361,7 @@ CHECK_TEST(b47_report_json_lists_every_pool)
 {
     int failures = check_failures_;
     fx f;
-    require_ok(fx_open2(&f, NULL, FX_SEED));
+    require_ok(fx_open2(&f, NULL, FX_ADAPTIVE));
     mixed a = {0}, b = {0};
     reserve_mixed(&a, f.s, 1);
     reserve_mixed(&b, f.s2, 2);

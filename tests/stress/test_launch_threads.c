@@ -65,7 +65,7 @@ typedef struct stress {
     _Atomic uint64_t launches, pins_refused, bytes_checked, passes, runtime_copied;
     _Atomic uint64_t largest;  /* the next growing request */
     double seconds;
-    relo_policy policy;
+    relo_placement placement;
 } stress;
 
 typedef struct worker {
@@ -252,7 +252,7 @@ static void *mover_main(void *arg)
     return NULL;
 }
 
-static void run(relo_policy policy)
+static void run(relo_placement placement)
 {
     static stress st;
     memset(&st, 0, sizeof st);
@@ -268,7 +268,7 @@ static void run(relo_policy policy)
     require_ok(relo_backend_host_create(&hd, &b));
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.policy = policy;
+    dd.placement = placement;
     require_ok(relo_device_create(&dd, b, &st.dev));
     for (int i = 0; i < STREAMS; i++) require_ok(relo_stream_create(st.dev, NULL, &st.streams[i]));
     for (int i = 0; i < STREAMS; i++) fx_check_in_passes(&st.in_pass, st.dev, st.streams[i]);
@@ -305,7 +305,7 @@ static void run(relo_policy policy)
     expect_ok(relo_device_stats(st.dev, &ds));
     printf("%s: %llu launches, %llu MiB checked through pinned bindings, %llu passes (%llu moves copied by "
            "the runtime), %llu allocations moved, %llu live at the end, seed %llu\n",
-           relo_policy_name(policy), (unsigned long long)st.launches,
+           relo_placement_name(placement), (unsigned long long)st.launches,
            (unsigned long long)(st.bytes_checked / MiB), (unsigned long long)st.passes,
            (unsigned long long)st.runtime_copied, (unsigned long long)ds.allocations_moved,
            (unsigned long long)live, (unsigned long long)seed);
@@ -325,14 +325,14 @@ static void run(relo_policy policy)
     expect_ok(relo_device_destroy(st.dev));
 }
 
-CHECK_TEST(launch_threads_seed_policy)
+CHECK_TEST(launch_threads_adaptive_placement)
 {
-    run(RELO_POLICY_SEED);
+    run(RELO_PLACEMENT_ADAPTIVE);
 }
 
-CHECK_TEST(launch_threads_dense_policy)
+CHECK_TEST(launch_threads_packed_placement)
 {
-    run(RELO_POLICY_DENSE);
+    run(RELO_PLACEMENT_PACKED);
 }
 
 CHECK_MAIN()

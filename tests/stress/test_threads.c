@@ -520,7 +520,7 @@ static double stress_seconds(void)
 
 /* One epoch: a fresh device, four threads, every allocation checked and
  * released at the end. */
-static void run_epoch(uint64_t capacity, relo_layout layout, uint64_t seed, totals *t)
+static void run_epoch(uint64_t capacity, relo_placement placement, uint64_t seed, totals *t)
 {
     relo_host_desc hd = {0};
     hd.alignment = 256;
@@ -534,7 +534,7 @@ static void run_epoch(uint64_t capacity, relo_layout layout, uint64_t seed, tota
     relo_backend *be = NULL;
     require_ok(relo_backend_host_create(&hd, &be));
     relo_device_desc dd = {0};
-    dd.layout = layout;
+    dd.placement = placement;
     epoch *ep = calloc(1, sizeof *ep);
     require_true(ep != NULL);
     require_ok(relo_device_create(&dd, be, &ep->device));
@@ -606,8 +606,8 @@ static void run_epoch(uint64_t capacity, relo_layout layout, uint64_t seed, tota
     t->moved += st.allocations_moved;
     t->relocations += st.relocations;
     t->epochs++;
-    if (layout == RELO_LAYOUT_EXCLUSIVE) {
-        expect_eq(st.allocations_moved, 0); /* the layout never moves */
+    if (placement == RELO_PLACEMENT_EXCLUSIVE) {
+        expect_eq(st.allocations_moved, 0); /* the placement never moves */
     } else if (thread_failures == 0) {
         /* (Threads that failed stopped early: their epoch moved less.) */
         expect_ge(st.allocations_moved, EPOCH_MIN_MOVED);
@@ -624,7 +624,7 @@ static void run_epoch(uint64_t capacity, relo_layout layout, uint64_t seed, tota
     free(ep);
 }
 
-static void run_threads(uint64_t capacity, relo_layout layout)
+static void run_threads(uint64_t capacity, relo_placement placement)
 {
     totals t;
     memset(&t, 0, sizeof t);
@@ -632,7 +632,7 @@ static void run_threads(uint64_t capacity, relo_layout layout)
     double end = now_s() + stress_seconds();
     do {
         int failures = check_failures_;
-        run_epoch(capacity, layout, seed + t.epochs, &t);
+        run_epoch(capacity, placement, seed + t.epochs, &t);
         if (check_failures_ != failures) {
             fprintf(stderr, "epoch %llu failed\n", (unsigned long long)t.epochs);
             break;
@@ -649,15 +649,16 @@ static void run_threads(uint64_t capacity, relo_layout layout)
            (unsigned long long)t.move_checks, (unsigned long long)t.checks_in_pass,
            (unsigned long long)t.checks_beside);
     expect_gt(t.checks_beside, 0);
-    /* ADAPTIVE relocates, and each relocation checks inside its pass. */
-    if (layout != RELO_LAYOUT_EXCLUSIVE) expect_gt(t.checks_in_pass, 0);
+    /* The default placement relocates, and each relocation checks inside
+     * its pass. */
+    if (placement != RELO_PLACEMENT_EXCLUSIVE) expect_gt(t.checks_in_pass, 0);
 }
 
 /* Capacity unknown: relocation on explicit reclaims only. */
-CHECK_TEST(threads_unbounded) { run_threads(0, RELO_LAYOUT_ADAPTIVE); }
+CHECK_TEST(threads_unbounded) { run_threads(0, RELO_PLACEMENT_DEFAULT); }
 /* Capacity 96 MiB: pressure relocations and refused pages too. */
-CHECK_TEST(threads_pressure) { run_threads(96 * MIB, RELO_LAYOUT_ADAPTIVE); }
-/* The EXCLUSIVE layout: locking only, nothing may move. */
-CHECK_TEST(threads_exclusive) { run_threads(0, RELO_LAYOUT_EXCLUSIVE); }
+CHECK_TEST(threads_pressure) { run_threads(96 * MIB, RELO_PLACEMENT_DEFAULT); }
+/* The exclusive placement: locking only, nothing may move. */
+CHECK_TEST(threads_exclusive) { run_threads(0, RELO_PLACEMENT_EXCLUSIVE); }
 
 CHECK_MAIN()

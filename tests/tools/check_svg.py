@@ -91,7 +91,7 @@ def expected_rows(cmd):
     rows = []
     fit = j["fit"]
     at_fit = j["at_fit"]
-    relo = {"name": "relo " + j["policy"], "fit": fit, "ok": j["ok"], "failed_event": j["failed_event"],
+    relo = {"name": "relo " + j["placement"], "fit": fit, "ok": j["ok"], "failed_event": j["failed_event"],
             "status": j["status"], "figures": None}
     if j["ok"]:
         relo["figures"] = (j["peak_reserved_bytes"], j["time_avg_reserved_ratio"], j["end_reserved_bytes"],

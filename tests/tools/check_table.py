@@ -4,7 +4,7 @@
 usage: check_table.py RELO_REPLAY TRACE_OR_FOLDER...
 
 Runs `--table json` and `--table md` over the arguments, and the per-trace
-reports the table summarises (`--json --fit` under each policy, with both
+reports the table summarises (`--json --fit` under each placement, with both
 PyTorch baselines), then checks, trace by trace, that every figure of the
 table is the one the report gives: fit ratios, peak reserved over live,
 time-averaged reserved over live, device allocations per 1,000 events and
@@ -56,9 +56,9 @@ def main():
     paths = traces_of(args)
     table = json.loads(run(replay, "--table", "json", *args))
     md = run(replay, "--table", "md", *args).splitlines()
-    dense = json.loads(run(replay, "--json", "--fit", "--baseline", "pytorch", "--baseline", "pytorch-expandable",
-                           *paths))["traces"]
-    seed = json.loads(run(replay, "--json", "--fit", "--policy", "seed", *paths))["traces"]
+    packed = json.loads(run(replay, "--json", "--fit", "--baseline", "pytorch", "--baseline", "pytorch-expandable",
+                            *paths))["traces"]
+    adaptive = json.loads(run(replay, "--json", "--fit", "--placement", "adaptive", *paths))["traces"]
     rows = table["traces"]
     granule = table["table"]["granule"]
     failures = []
@@ -69,7 +69,7 @@ def main():
 
     expect("trace count", len(rows), len(paths))
     expect("Markdown line count", len(md), len(paths) + 2)
-    for i, (row, d, s) in enumerate(zip(rows, dense, seed)):
+    for i, (row, d, s) in enumerate(zip(rows, packed, adaptive)):
         name = d["trace"]
         expect("%s: name" % name, row["trace"], name)
         expect("%s: peak live" % name, row["peak_live_bytes"], d["trace_peak_live_bytes"])
@@ -77,17 +77,17 @@ def main():
         expect("%s: floor" % name, "%.6f" % row["floor_ratio"],
                "%.6f" % (math.ceil(live / granule) * granule / live))
         runs = row["runs"]
-        expect("%s: dense fit" % name, runs["dense"]["fit_ratio"], d["fit"]["ratio"])
-        expect("%s: seed fit" % name, runs["seed"]["fit_ratio"], s["fit"]["ratio"])
+        expect("%s: packed fit" % name, runs["packed"]["fit_ratio"], d["fit"]["ratio"])
+        expect("%s: adaptive fit" % name, runs["adaptive"]["fit_ratio"], s["fit"]["ratio"])
         for b in d["baselines"]:
             expect("%s: %s fit" % (name, b["name"]), runs[b["name"]]["fit_ratio"], b["fit"]["ratio"])
             expect("%s: %s allocs per 1k" % (name, b["name"]), runs[b["name"]]["device_allocs_per_1k_events"],
                    b["device_allocs_per_1k_events"])
-        expect("%s: unlimited reserved / live" % name, runs["dense"]["reserved_ratio"], d["reserved_ratio"])
-        expect("%s: time-avg" % name, runs["dense"]["time_avg_reserved_ratio"], d["time_avg_reserved_ratio"])
-        expect("%s: allocs per 1k" % name, runs["dense"]["device_allocs_per_1k_events"],
+        expect("%s: unlimited reserved / live" % name, runs["packed"]["reserved_ratio"], d["reserved_ratio"])
+        expect("%s: time-avg" % name, runs["packed"]["time_avg_reserved_ratio"], d["time_avg_reserved_ratio"])
+        expect("%s: allocs per 1k" % name, runs["packed"]["device_allocs_per_1k_events"],
                d["backend_allocs_per_1k_events"])
-        expect("%s: bytes moved" % name, runs["dense"]["bytes_moved"], d["bytes_moved"])
+        expect("%s: bytes moved" % name, runs["packed"]["bytes_moved"], d["bytes_moved"])
         cells = [c.strip() for c in md[i + 2].strip("|").split("|")]
         expect("%s: Markdown cell count" % name, len(cells), 12)
         if len(cells) != 12:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """relo-replay --html in a real headless Chromium, driven by Selenium.
 
-Writes the report of a small trace that relocates (relo seed and dense, and
+Writes the report of a small trace that relocates (relo adaptive and packed, and
 the PyTorch baseline, on one timeline), opens it from disk and checks what
 the page shows after hovers, clicks, zooms and a drag; saves a screenshot
 (report.png) in OUT_DIR.
@@ -9,7 +9,7 @@ the page shows after hovers, clicks, zooms and a drag; saves a screenshot
 Then the report of GROWING (a trace that grows) at relo's fit capacity with
 both PyTorch baselines (verdict.html), where the baselines run out of
 memory, and checks:
-- the summary table says, for relo's two policies and each baseline, what
+- the summary table says, for relo's two placements and each baseline, what
   relo-replay --json says of the same runs: fit capacity and ratio, the
   event each ran out of memory at, and peak, time-averaged and end holding,
   bytes moved and device allocations per 1,000 events (for one that ran out
@@ -85,10 +85,10 @@ def replay_json(tool, args):
 
 
 def expected_rows(tool, growing, j):
-    """The summary's rows, from relo-replay --json: relo's policy, the other
-    policy on the same device (with its own fit search), each baseline."""
-    other = "seed" if j["policy"] == "dense" else "dense"
-    js = replay_json(tool, ["--fit", "--policy", other, "--capacity", str(j["capacity"]), growing])
+    """The summary's rows, from relo-replay --json: relo's placement, the other
+    placement on the same device (with its own fit search), each baseline."""
+    other = "adaptive" if j["placement"] == "packed" else "packed"
+    js = replay_json(tool, ["--fit", "--placement", other, "--capacity", str(j["capacity"]), growing])
     rows = []
     for x in (j, js):
         fig = None
@@ -96,7 +96,7 @@ def expected_rows(tool, growing, j):
         if src and src["ok"]:
             fig = (src["peak_reserved_bytes"], src["time_avg_reserved_ratio"], src["end_reserved_bytes"],
                    src["bytes_moved"], src["backend_allocs_per_1k_events"])
-        rows.append({"name": "relo " + x["policy"], "fit": x["fit"], "ok": x["ok"], "failed_event": x["failed_event"],
+        rows.append({"name": "relo " + x["placement"], "fit": x["fit"], "ok": x["ok"], "failed_event": x["failed_event"],
                      "figures": fig})
     for b in j["baselines"]:
         run = b
@@ -123,6 +123,9 @@ def check_summary(d, tool, growing, j):
     check(len(drawn) == len(rows), f"the summary has a row per allocator ({len(drawn)}, --json: {len(rows)})")
     text = d.find_element(By.ID, "verdict").text
     check(re.search(r"\bfit\b", text) is not None, "the summary speaks of fit")
+    line = d.find_element(By.ID, "summary").text
+    check(f"relo's {j['placement']} placement" in line,
+          f"the line under the title names the placement, {j['placement']} ({line!r})")
     for want, got in zip(rows, drawn):
         n = want["name"]
         check(got.get("name") == n, f"summary row {n!r} ({got.get('name')!r})")
@@ -247,9 +250,9 @@ def main():
         return 77
     os.makedirs(out, exist_ok=True)
     page = os.path.join(out, "report.html")
-    # The seed policy on a device charging plain bytes: the tiny trace's
+    # The adaptive placement on a device charging plain bytes: the tiny trace's
     # growth then relocates under pressure, which the page must show.
-    p = subprocess.run([tool, "--quiet", "--policy", "seed", "--granule", "1", "--capacity", "40M",
+    p = subprocess.run([tool, "--quiet", "--placement", "adaptive", "--granule", "1", "--capacity", "40M",
                         "--baseline", "pytorch", "--html", page, trace],
                        capture_output=True, text=True)
     check(p.returncode == 0, f"relo-replay --html exits 0 (got {p.returncode}: {p.stderr.strip()})")
@@ -269,7 +272,7 @@ def main():
         check("tiny" in d.title, f"title names the trace ({d.title!r})")
 
         legend = by_id("legend").text
-        for name in ("relo seed", "relo dense", "pytorch"):
+        for name in ("relo adaptive", "relo packed", "pytorch"):
             check(name in legend, f"legend lists {name}")
         check(len(d.find_elements(By.CSS_SELECTOR, "#plot path.reserved")) == 3, "three reserved lines drawn")
         check(len(d.find_elements(By.CSS_SELECTOR, "#plot path.live")) == 1, "live area drawn")

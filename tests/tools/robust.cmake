@@ -16,12 +16,11 @@ relo_cli_test(capacity_fraction_refused 2 "invalid value '0.018730341T' for --ca
 relo_cli_test(version 0 "^relo-replay [0-9]+\\.[0-9]+\\.[0-9]+ \\(library [0-9]+\\.[0-9]+\\.[0-9]+\\)$" ARGS --version)
 relo_cli_test(bad_backend_lists_choices 2 "invalid value 'gpu' for --backend \\(expected sim, host, opencl or vulkan\\)"
               ARGS --backend gpu ${_data}/tiny.trace)
-relo_cli_test(bad_policy_lists_choices 2 "for --policy \\(expected seed or dense\\)" ARGS --policy best ${_data}/tiny.trace)
+relo_cli_test(bad_placement_lists_choices 2 "for --placement \\(expected packed, adaptive or exclusive\\)"
+              ARGS --placement dense ${_data}/tiny.trace)
 relo_cli_test(bad_format_lists_choices 2 "for --format \\(expected auto, relo or rmm\\)" ARGS --format csv ${_data}/tiny.trace)
 relo_cli_test(verify_full_on_sim 2 "--verify-full checks bytes, and the sim backend holds none"
               ARGS --verify-full ${_data}/tiny.trace)
-relo_cli_test(dense_with_exclusive 2 "--policy dense and --layout exclusive do not combine"
-              ARGS --policy dense --layout exclusive ${_data}/tiny.trace)
 relo_cli_test(negative_size 2 "negative_size.trace:3: size '-8192' is negative" ARGS ${_data}/negative_size.trace)
 relo_cli_test(unknown_event_hint 2 "unknown event 'hello' \\(expected 'a' or 'f'\\): an RMM log needs --format rmm"
               ARGS ${_data}/unknown_event.trace)
@@ -54,10 +53,10 @@ if(RELO_PYTHON3)
            COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --svg svg_ok.svg ${_data}/tiny.trace && ${RELO_PYTHON3} ${_svgcheck} svg_ok.svg --last-event 13"
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   add_test(NAME tools.svg.failed
-           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --policy seed --capacity 100M --svg svg_failed.svg ${_growing}; [ $? = 1 ] && ${RELO_PYTHON3} ${_svgcheck} svg_failed.svg --failed --last-event 36349 --verdict $<TARGET_FILE:relo-replay> --policy seed --capacity 100M ${_growing}"
+           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --placement adaptive --capacity 100M --svg svg_failed.svg ${_growing}; [ $? = 1 ] && ${RELO_PYTHON3} ${_svgcheck} svg_failed.svg --failed --last-event 36349 --verdict $<TARGET_FILE:relo-replay> --placement adaptive --capacity 100M ${_growing}"
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   add_test(NAME tools.svg.many_relocations
-           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --policy dense --svg svg_dense.svg ${_growing} && ${RELO_PYTHON3} ${_svgcheck} svg_dense.svg --last-event 44959"
+           COMMAND sh -c "$<TARGET_FILE:relo-replay> --quiet --placement packed --svg svg_packed.svg ${_growing} && ${RELO_PYTHON3} ${_svgcheck} svg_packed.svg --last-event 44959"
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   # The verdict's table says what relo-replay --json says of the same run:
   # at relo's fit capacity, where each baseline ran out of memory, and the

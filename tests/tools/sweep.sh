@@ -1,7 +1,7 @@
 #!/bin/sh
 # sweep.sh RELO_REPLAY TRACE
 #
-# Monotonic at every capacity, under the default policy: finds TRACE's fit
+# Monotonic at every capacity, under the default placement: finds TRACE's fit
 # capacity (relo-replay --fit), then replays it at every 0.25 % step of
 # peak live from there up to 1.5x peak live (--sweep fit:1.5:0.25%); every
 # replay must complete. Exits 77 (skip) when TRACE does not exist (the

@@ -31,7 +31,7 @@ static replay_config sim_config(uint64_t granule)
     memset(&cfg, 0, sizeof cfg);
     cfg.backend = REPLAY_BACKEND_SIM;
     cfg.granule = granule;
-    cfg.policy = RELO_POLICY_DENSE;
+    cfg.placement = RELO_PLACEMENT_PACKED;
     return cfg;
 }
 

@@ -40,7 +40,7 @@ CHECK_TEST(records_moves_and_page_maps)
     replay_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.capacity = 40 * MiB;
-    cfg.policy = RELO_POLICY_SEED; /* its growth relocates on this trace, */
+    cfg.placement = RELO_PLACEMENT_ADAPTIVE; /* its growth relocates on this trace, */
     cfg.granule = 1;               /* on a device that charges plain bytes */
     cfg.record = true;
     cfg.observer = &rec.observer;

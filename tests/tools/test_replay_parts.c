@@ -89,16 +89,16 @@ CHECK_TEST(sampler_with_few_events_keeps_each)
 
 CHECK_TEST(parses_options)
 {
-    char *argv[] = {"relo-replay", "--backend", "host", "a.trace", "--capacity=24M", "--layout",
-                    "adaptive", "--no-relocation", "--policy", "dense", "--json", "b.trace",
+    char *argv[] = {"relo-replay", "--backend", "host", "a.trace", "--capacity=24M", "--cache-limit",
+                    "never", "--no-relocation", "--placement", "packed", "--json", "b.trace",
                     "--svg", "x.svg", NULL};
     options o;
     require_eq(options_parse(14, argv, &o), OPTIONS_RUN);
     expect_eq(o.backend, REPLAY_BACKEND_HOST);
     expect_eq(o.capacity, 24ull << 20);
-    expect_eq(o.layout, RELO_LAYOUT_ADAPTIVE);
+    expect_eq(o.cache_limit, RELO_CACHE_LIMIT_NEVER);
     expect_eq(o.relocation, RELO_RELOCATION_OFF);
-    expect_eq(o.policy, RELO_POLICY_DENSE);
+    expect_eq(o.placement, RELO_PLACEMENT_PACKED);
     expect_true(o.json);
     expect_true(!o.fit);
     expect_eq(o.trace_count, 2);

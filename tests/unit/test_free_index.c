@@ -3,7 +3,7 @@
  * on its own, over slices made by hand: the size classes and their two
  * bitmaps, best fit with the lowest address among equal lengths, a slice
  * changed in place refreshed to where a remove and an insert would leave
- * it, the address-ordered first fit the seed policy keeps, and the invariant
+ * it, the address-ordered first fit the adaptive placement keeps, and the invariant
  * checker (relo__free_index_check) that relo_device_check runs on every
  * pool, and the path and hint a search by address keeps for what follows
  * it. Randomized cases compare the index with a plain array. Last, the

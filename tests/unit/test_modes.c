@@ -1,7 +1,7 @@
 /*
  * test_modes.c — mode windows (docs/design.md §3.2–3.4; PERSISTENT,
  * DEDICATED) route around dynamic memory, dedicated buffers go back at the
- * next cleanup, and the EXCLUSIVE layout reuses whole pages.
+ * next cleanup, and the exclusive placement reuses whole pages.
  */
 #include "check.h"
 #include "fixture.h"
@@ -15,7 +15,7 @@
 CHECK_TEST(b21_nested_persistent_windows)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     expect_ok(relo_mode_push(f.s, RELO_MODE_PERSISTENT));
     expect_ok(relo_mode_push(f.s, RELO_MODE_PERSISTENT));
     expect_ok(relo_mode_pop(f.s));
@@ -53,7 +53,7 @@ CHECK_TEST(b22_persistent_and_dedicated_bypass_arena)
     relo_host_desc hd = fx_host();
     hd.max_page_size = 256 * MiB;
     fx f;
-    require_ok(fx_open(&f, &hd, FX_SEED));
+    require_ok(fx_open(&f, &hd, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     expect_ok(relo_mode_push(f.s, RELO_MODE_PERSISTENT));
     relo_handle p = fx_reserve(f.s, 100 * MiB);
@@ -84,7 +84,7 @@ CHECK_TEST(b22_persistent_and_dedicated_bypass_arena)
 CHECK_TEST(b23_dedicated_returns_at_next_cleanup)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     expect_ok(relo_mode_push(f.s, RELO_MODE_DEDICATED));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     relo_handle b = fx_reserve(f.s, 3 * MiB);
@@ -121,8 +121,7 @@ CHECK_TEST(b24_exclusive_layout_reuses_pages)
     hd.alignment = 10;
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.policy = RELO_POLICY_SEED;
-    dd.layout = RELO_LAYOUT_EXCLUSIVE;
+    dd.placement = RELO_PLACEMENT_EXCLUSIVE;
     fx f;
     require_ok(fx_open(&f, &hd, &dd));
     const uint64_t small[] = {50, 150, 250, 350};
@@ -165,7 +164,7 @@ CHECK_TEST(x_size_zero_in_every_mode)
     for (int i = 0; i < 3; i++) {
         int failures = check_failures_;
         fx f;
-        require_ok(fx_open(&f, NULL, FX_SEED));
+        require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
         if (modes[i] != RELO_MODE_AUTO) expect_ok(relo_mode_push(f.s, modes[i]));
         relo_handle z = fx_reserve(f.s, 0);
         require_ne(z.id, 0);
@@ -190,14 +189,14 @@ CHECK_TEST(x_size_zero_in_every_mode)
 /* A reservation the backend refuses runs an explicit cleanup and retries
  * once (design §5): a persistent buffer freed earlier stays cached until
  * an explicit cleanup, and only that cleanup makes room for the retry.
- * Under both policies. */
+ * Under both placements. */
 CHECK_TEST(x_refused_reservation_cleans_up_and_retries)
 {
-    static const relo_policy policies[] = {RELO_POLICY_SEED, RELO_POLICY_DENSE};
-    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
+    static const relo_placement placements[] = {RELO_PLACEMENT_ADAPTIVE, RELO_PLACEMENT_PACKED};
+    for (size_t i = 0; i < sizeof placements / sizeof placements[0]; i++) {
         relo_host_desc hd = fx_host();
         hd.capacity = 16 * MiB;
-        relo_device_desc dd = {.policy = policies[i]};
+        relo_device_desc dd = {.placement = placements[i]};
         fx f;
         require_ok(fx_open(&f, &hd, &dd));
         expect_ok(relo_mode_push(f.s, RELO_MODE_PERSISTENT));
@@ -211,7 +210,7 @@ CHECK_TEST(x_refused_reservation_cleans_up_and_retries)
         expect_eq(fx_counts(&f).frees, 1);
         expect_ok(relo_device_check(f.dev));
         expect_ok(relo_release(f.dev, a));
-        if (check_failures_ != 0) fprintf(stderr, "  (policy %s)\n", relo_policy_name(policies[i]));
+        if (check_failures_ != 0) fprintf(stderr, "  (placement %s)\n", relo_placement_name(placements[i]));
         fx_close(&f);
     }
 }

@@ -20,15 +20,15 @@ CHECK_TEST(every_status_has_a_name_and_a_sentence)
 
 CHECK_TEST(other_enums_have_names)
 {
-    expect_true(strcmp(relo_layout_name(RELO_LAYOUT_EXCLUSIVE), "RELO_LAYOUT_EXCLUSIVE") == 0);
+    expect_true(strcmp(relo_placement_name(RELO_PLACEMENT_DEFAULT), "RELO_PLACEMENT_DEFAULT") == 0);
+    expect_true(strcmp(relo_placement_name(RELO_PLACEMENT_PACKED), "RELO_PLACEMENT_PACKED") == 0);
+    expect_true(strcmp(relo_placement_name(RELO_PLACEMENT_ADAPTIVE), "RELO_PLACEMENT_ADAPTIVE") == 0);
+    expect_true(strcmp(relo_placement_name(RELO_PLACEMENT_EXCLUSIVE), "RELO_PLACEMENT_EXCLUSIVE") == 0);
     expect_true(strcmp(relo_relocation_name(RELO_RELOCATION_OFF), "RELO_RELOCATION_OFF") == 0);
-    expect_true(strcmp(relo_policy_name(RELO_POLICY_DENSE), "RELO_POLICY_DENSE") == 0);
-    expect_true(strcmp(relo_policy_name(RELO_POLICY_DEFAULT), "RELO_POLICY_DEFAULT") == 0);
-    expect_true(strcmp(relo_policy_name(RELO_POLICY_SEED), "RELO_POLICY_SEED") == 0);
     expect_true(strcmp(relo_log_level_name(RELO_LOG_WARN), "RELO_LOG_WARN") == 0);
     expect_true(strcmp(relo_mode_name(RELO_MODE_PERSISTENT), "RELO_MODE_PERSISTENT") == 0);
-    expect_true(strcmp(relo_layout_name((relo_layout)7), "RELO_LAYOUT_UNKNOWN") == 0);
-    expect_true(strcmp(relo_policy_name((relo_policy)7), "RELO_POLICY_UNKNOWN") == 0);
+    expect_true(strcmp(relo_placement_name(RELO_PLACEMENT_COUNT), "RELO_PLACEMENT_UNKNOWN") == 0);
+    expect_true(strcmp(relo_placement_name((relo_placement)7), "RELO_PLACEMENT_UNKNOWN") == 0);
     expect_true(strcmp(relo_mode_name((relo_mode)7), "RELO_MODE_UNKNOWN") == 0);
 }
 

@@ -15,7 +15,7 @@
 CHECK_TEST(b05_small_pool_100_bytes)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle h = fx_reserve(f.s, 100);
     relo_stats st = fx_stats(f.s);
     expect_eq(st.allocations, 1);
@@ -39,7 +39,7 @@ CHECK_TEST(b05_small_pool_100_bytes)
 CHECK_TEST(b06_two_small_share_a_page)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 512), b = fx_reserve(f.s, 512);
     relo_stats st = fx_stats(f.s);
     expect_eq(st.allocations, 2);
@@ -56,7 +56,7 @@ CHECK_TEST(b06_two_small_share_a_page)
 CHECK_TEST(b07_two_arena_pages)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 3 * MiB / 2), b = fx_reserve(f.s, 3 * MiB / 2);
     relo_stats st = fx_stats(f.s);
     expect_eq(st.bytes_reserved, 4 * MiB);
@@ -75,7 +75,7 @@ CHECK_TEST(b08_padding_alignment_50)
     relo_host_desc hd = fx_host();
     hd.alignment = 50;
     fx f;
-    require_ok(fx_open(&f, &hd, FX_SEED));
+    require_ok(fx_open(&f, &hd, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 40), b = fx_reserve(f.s, 40);
     relo_stats st = fx_stats(f.s);
     expect_eq(st.allocations, 2);
@@ -94,7 +94,7 @@ CHECK_TEST(b08_padding_alignment_50)
 CHECK_TEST(b09_small_and_arena_pools)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 4096), b = fx_reserve(f.s, 4 * MiB);
     relo_stats st = fx_stats(f.s);
     expect_eq(st.bytes_reserved, 8 * MiB + 5 * MiB);
@@ -114,7 +114,7 @@ CHECK_TEST(b09_small_and_arena_pools)
 CHECK_TEST(b10_arena_page_reused)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 128 * KiB);
     void *page = fx_bind(f.s, a).buffer;
     expect_eq(relo__testing_page_size(f.s), 2 * MiB);
@@ -134,7 +134,7 @@ CHECK_TEST(b10_arena_page_reused)
 CHECK_TEST(b11_small_sizes_reuse_room)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     const uint64_t sizes[] = {50, 1000, 100, 5000, 200, 10000, 300};
     relo_handle h[7];
     for (int i = 0; i < 7; i++) h[i] = fx_reserve(f.s, sizes[i]);
@@ -156,7 +156,7 @@ CHECK_TEST(b11_small_sizes_reuse_room)
 CHECK_TEST(b12_7mib_goes_to_arena)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 7 * MiB);
     expect_eq(relo__testing_page_size(f.s), 8 * MiB);
     expect_eq(relo__testing_arena_pools(f.s), 1);
@@ -177,7 +177,7 @@ CHECK_TEST(b12_7mib_goes_to_arena)
 CHECK_TEST(b13_page_size_grows_never_shrinks)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     expect_eq(relo__testing_page_size(f.s), 0);
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     expect_eq(relo__testing_page_size(f.s), 2 * MiB);
@@ -198,7 +198,7 @@ CHECK_TEST(b14_max_page_16mib)
     relo_host_desc hd = fx_host();
     hd.max_page_size = 16 * MiB;
     fx f;
-    require_ok(fx_open(&f, &hd, FX_SEED));
+    require_ok(fx_open(&f, &hd, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 16 * MiB);
     expect_eq(relo__testing_page_size(f.s), 16 * MiB);
     relo_stats before = fx_stats(f.s);
@@ -218,7 +218,7 @@ CHECK_TEST(b14_max_page_16mib)
 CHECK_TEST(b15_too_big_changes_nothing)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     void *page = fx_bind(f.s, a).buffer;
     uint64_t allocs = fx_counts(&f).allocs;
@@ -245,7 +245,7 @@ CHECK_TEST(b15_too_big_changes_nothing)
 CHECK_TEST(b16_outdated_pool_serves_nothing)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     relo_handle b = fx_reserve(f.s, 10 * MiB);
     expect_eq(relo__testing_page_size(f.s), 11 * MiB);
@@ -271,7 +271,7 @@ CHECK_TEST(b16_outdated_pool_serves_nothing)
 CHECK_TEST(b17_emptied_outdated_page_goes_back)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     relo_handle b = fx_reserve(f.s, 10 * MiB);
     expect_ok(relo_release(f.dev, a));
@@ -295,7 +295,7 @@ CHECK_TEST(b18_refused_growth_changes_nothing)
     relo_host_desc hd = fx_host();
     hd.refuse_alloc_above = 8 * MiB;
     fx f;
-    require_ok(fx_open(&f, &hd, FX_SEED));
+    require_ok(fx_open(&f, &hd, FX_ADAPTIVE));
     relo_handle a = fx_reserve(f.s, 1 * MiB);
     void *page = fx_bind(f.s, a).buffer;
     relo_handle big = {0};
@@ -336,7 +336,7 @@ CHECK_TEST(b19_arena_full_relocation_frees_slots)
     relo_host_desc hd = fx_host();
     hd.max_page_size = 1 * GiB;
     fx f;
-    require_ok(fx_open_sim(&f, &hd, FX_SEED));
+    require_ok(fx_open_sim(&f, &hd, FX_ADAPTIVE));
     enum { K = 64 };
     relo_handle h[K];
     for (int k = 0; k < K; k++) {
@@ -382,7 +382,7 @@ CHECK_TEST(b19_arena_full_relocation_frees_slots)
 CHECK_TEST(b20_size_zero_tiny_pool)
 {
     fx f;
-    require_ok(fx_open(&f, NULL, FX_SEED));
+    require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
     relo_handle z1 = fx_reserve(f.s, 0), z2 = fx_reserve(f.s, 0);
     require_ne(z1.id, 0);
     require_ne(z2.id, 0);

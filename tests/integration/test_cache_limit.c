@@ -1,15 +1,15 @@
 /*
- * test_release_threshold.c — relo_device_desc.release_threshold and
+ * test_cache_limit.c — relo_device_desc.cache_limit and
  * relo_trim (include/relo.h): empty pages held beyond the live bytes plus
- * the threshold go back at the next relo_reserve and in relo_trim, never in
+ * the limit go back at the next relo_reserve and in relo_trim, never in
  * relo_release; empty pages within it stay cached and serve later
  * reservations without a new backend buffer; nothing live moves or loses a
- * byte. Every case runs under both policies.
+ * byte. Every case runs under the packed and the adaptive placement.
  *
  * Setup shared by the cases: a device on the host backend (real bytes, so
- * a lost byte shows) and COUNT allocations of SIZE bytes, which every
- * policy carves from shared pages (the seed policy's small pool, the dense
- * policy's fine pool); each holds its own pattern.
+ * a lost byte shows) and COUNT allocations of SIZE bytes, which both
+ * placements carve from shared pages (the adaptive placement's small pool,
+ * the packed placement's fine pool); each holds its own pattern.
  */
 #include "check.h"
 #include "fixture.h"
@@ -26,15 +26,15 @@ typedef struct scene {
     relo_binding at[KEEP];
 } scene;
 
-/* Opens a device of the policy with the threshold, fills COUNT
+/* Opens a device of the placement with the limit, fills COUNT
  * allocations, and releases all but the first KEEP. */
-static bool scene_open(scene *sc, relo_policy policy, uint64_t threshold)
+static bool scene_open(scene *sc, relo_placement placement, uint64_t limit)
 {
     memset(sc, 0, sizeof *sc);
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.policy = policy;
-    dd.release_threshold = threshold;
+    dd.placement = placement;
+    dd.cache_limit = limit;
     if (fx_open(&sc->f, NULL, &dd) != RELO_OK) return false;
     for (int i = 0; i < COUNT; i++) {
         sc->h[i] = fx_reserve(sc->f.s, SIZE);
@@ -65,7 +65,7 @@ static void scene_close(scene *sc)
     fx_close(&sc->f);
 }
 
-static const relo_policy policies[] = {RELO_POLICY_SEED, RELO_POLICY_DENSE};
+static const relo_placement placements[] = {RELO_PLACEMENT_ADAPTIVE, RELO_PLACEMENT_PACKED};
 
 /* Bytes held beyond the live ones. */
 static uint64_t excess(relo_device *d)
@@ -81,8 +81,8 @@ CHECK_TEST(release_never_gives_pages_back)
         /* Threshold 1: nothing cached is wanted, yet releases keep it all. */
         relo_device_desc dd;
         memset(&dd, 0, sizeof dd);
-        dd.policy = policies[p];
-        dd.release_threshold = 1;
+        dd.placement = placements[p];
+        dd.cache_limit = 1;
         require_ok(fx_open(&sc.f, NULL, &dd));
         relo_handle h[COUNT];
         for (int i = 0; i < COUNT; i++) h[i] = fx_reserve(sc.f.s, SIZE);
@@ -101,20 +101,20 @@ CHECK_TEST(held_bytes_go_back_at_the_next_reserve)
 {
     for (int p = 0; p < 2; p++) {
         scene sc;
-        uint64_t threshold = 1 * MiB;
-        require_true(scene_open(&sc, policies[p], threshold));
+        uint64_t limit = 1 * MiB;
+        require_true(scene_open(&sc, placements[p], limit));
         relo_host_counts before = fx_counts(&sc.f);
-        require_true(excess(sc.f.dev) > threshold); /* the releases left empty pages */
+        require_true(excess(sc.f.dev) > limit); /* the releases left empty pages */
         sc.h[KEEP] = fx_reserve(sc.f.s, SIZE);
         expect_ok(fx_write_pattern(sc.f.dev, sc.h[KEEP], KEEP + 1, SIZE));
         expect_gt(fx_counts(&sc.f).frees, before.frees);
-        /* Either the excess is within the threshold, or what is left of
+        /* Either the excess is within the limit, or what is left of
          * it is room on pages that still hold an allocation: a trim to 0
          * finds no empty page to give back. */
         uint64_t left = excess(sc.f.dev), released = 0;
         expect_ok(relo_trim(sc.f.dev, 0, &released));
-        expect_true(left <= threshold || released == 0);
-        expect_lt(left, threshold + 8 * MiB); /* the seed policy's 8 MiB page, partly live */
+        expect_true(left <= limit || released == 0);
+        expect_lt(left, limit + 8 * MiB); /* the adaptive placement's 8 MiB page, partly live */
         expect_true(scene_untouched(&sc));
         expect_true(fx_check_pattern(sc.f.dev, sc.h[KEEP], KEEP + 1, SIZE));
         expect_ok(relo_device_check(sc.f.dev));
@@ -122,11 +122,11 @@ CHECK_TEST(held_bytes_go_back_at_the_next_reserve)
     }
 }
 
-CHECK_TEST(trim_gives_back_what_the_threshold_kept)
+CHECK_TEST(trim_gives_back_what_the_cache_limit_kept)
 {
     for (int p = 0; p < 2; p++) {
         scene sc;
-        require_true(scene_open(&sc, policies[p], RELO_RELEASE_THRESHOLD_NEVER));
+        require_true(scene_open(&sc, placements[p], RELO_CACHE_LIMIT_NEVER));
         sc.h[KEEP] = fx_reserve(sc.f.s, SIZE); /* NEVER: a reserve keeps every empty page */
         relo_host_counts before = fx_counts(&sc.f);
         uint64_t held = fx_dev_stats(sc.f.dev).bytes_reserved;
@@ -149,9 +149,9 @@ CHECK_TEST(trim_keeps_what_it_is_asked_to)
 {
     for (int p = 0; p < 2; p++) {
         scene sc;
-        require_true(scene_open(&sc, policies[p], RELO_RELEASE_THRESHOLD_NEVER));
+        require_true(scene_open(&sc, placements[p], RELO_CACHE_LIMIT_NEVER));
         uint64_t held = fx_dev_stats(sc.f.dev).bytes_reserved, released = 0;
-        expect_ok(relo_trim(sc.f.dev, RELO_RELEASE_THRESHOLD_NEVER, &released));
+        expect_ok(relo_trim(sc.f.dev, RELO_CACHE_LIMIT_NEVER, &released));
         expect_eq(released, 0);
         expect_ok(relo_trim(sc.f.dev, held, &released));
         expect_eq(released, 0);
@@ -165,8 +165,8 @@ CHECK_TEST(cached_pages_serve_without_a_backend_allocation)
 {
     for (int p = 0; p < 2; p++) {
         scene sc;
-        /* Everything that emptied fits in the threshold. */
-        require_true(scene_open(&sc, policies[p], 256 * MiB));
+        /* Everything that emptied fits in the limit. */
+        require_true(scene_open(&sc, placements[p], 256 * MiB));
         relo_host_counts before = fx_counts(&sc.f);
         for (int i = KEEP; i < COUNT; i++) {
             sc.h[i] = fx_reserve(sc.f.s, SIZE);
@@ -191,8 +191,8 @@ CHECK_TEST(refused_page_takes_back_cached_pages)
         hd.capacity = 16 * MiB;
         relo_device_desc dd;
         memset(&dd, 0, sizeof dd);
-        dd.policy = policies[p];
-        dd.release_threshold = RELO_RELEASE_THRESHOLD_NEVER;
+        dd.placement = placements[p];
+        dd.cache_limit = RELO_CACHE_LIMIT_NEVER;
         fx f;
         require_ok(fx_open2(&f, &hd, &dd));
         relo_handle h[64];
@@ -206,19 +206,19 @@ CHECK_TEST(refused_page_takes_back_cached_pages)
     }
 }
 
-/* Dense packing before a new page: without a threshold it gives back the
+/* Packing before a new page: without a limit it gives back the
  * pages it empties; with one, it keeps them (within it) for what comes
  * next, and the bytes it moved are intact. Returns the backend frees the
  * packing cost, or UINT64_MAX when the scene did not pack. */
-static uint64_t packing_frees(uint64_t threshold)
+static uint64_t packing_frees(uint64_t limit)
 {
-    relo_device_desc dd = fx_desc(RELO_POLICY_DENSE);
-    dd.release_threshold = threshold;
+    relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
+    dd.cache_limit = limit;
     fx f;
     if (fx_open(&f, NULL, &dd) != RELO_OK) return UINT64_MAX;
     /* Packing that no request waits on copies at most 1/64 of the bytes
      * reserved so far: one large reservation first earns it 1 MiB (in a
-     * dedicated buffer, so the dense pools never see it). */
+     * dedicated buffer, so the packed layout's pools never see it). */
     expect_ok(relo_mode_push(f.s, RELO_MODE_DEDICATED));
     relo_handle earn = fx_reserve(f.s, 64 * MiB);
     if (earn.id) expect_ok(relo_release(f.dev, earn));
@@ -247,30 +247,30 @@ static uint64_t packing_frees(uint64_t threshold)
     return frees;
 }
 
-CHECK_TEST(packing_keeps_what_it_empties_within_the_threshold)
+CHECK_TEST(packing_keeps_what_it_empties_within_the_cache_limit)
 {
-    uint64_t without = packing_frees(RELO_RELEASE_THRESHOLD_NEVER);
+    uint64_t without = packing_frees(RELO_CACHE_LIMIT_NEVER);
     uint64_t with = packing_frees(256 * MiB);
     require_true(without != UINT64_MAX && with != UINT64_MAX); /* both packed */
     expect_gt(without, 0);
     expect_eq(with, 0);
 }
 
-CHECK_TEST(default_threshold_is_reported)
+CHECK_TEST(default_cache_limit_is_reported)
 {
     fx f;
     require_ok(fx_open(&f, NULL, NULL));
     relo_device_desc got;
     expect_ok(relo_device_desc_get(f.dev, &got));
-    expect_eq(got.release_threshold, RELO_RELEASE_THRESHOLD_DEFAULT);
-    expect_eq(RELO_RELEASE_THRESHOLD_DEFAULT, RELO_RELEASE_THRESHOLD_PROPORTIONAL);
+    expect_eq(got.cache_limit, RELO_CACHE_LIMIT_DEFAULT);
+    expect_eq(RELO_CACHE_LIMIT_DEFAULT, RELO_CACHE_LIMIT_PROPORTIONAL);
     fx_close(&f);
     relo_device_desc dd;
     memset(&dd, 0, sizeof dd);
-    dd.release_threshold = 3 * MiB;
+    dd.cache_limit = 3 * MiB;
     require_ok(fx_open(&f, NULL, &dd));
     expect_ok(relo_device_desc_get(f.dev, &got));
-    expect_eq(got.release_threshold, 3 * MiB);
+    expect_eq(got.cache_limit, 3 * MiB);
     fx_close(&f);
 }
 
