@@ -439,7 +439,7 @@ static void op_reserve(cursor *c)
         return;
     if (M.nlive == MAX_LIVE) return;
     /* Steer around reported, unfixed bugs here when FUZZ_OPS_SKIP_KNOWN is
-     * set, e.g. (bug fixed since, regressions/fuzz_ops-dense-size0-divzero):
+     * set, e.g. (bug fixed since, regressions/fuzz_ops-packed-size0-divzero):
      * if (skip_known && size == 0 && M.packed) return; */
     (void)skip_known;
     relo_status s = relo_reserve(M.streams[si], size, &h);
