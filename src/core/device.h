@@ -67,19 +67,33 @@ struct relo_device {
     relo_log_queue log;             /* lines for the callback, sent at unlock */
 };
 
-/** Takes the device lock (every public call does, once). Not recursive. */
-void relo__device_lock(relo_device *device);
+/* The lock wrappers are inline: every public call takes and drops the lock
+ * once, in a file of its own (api/), and a program linked without
+ * link-time optimisation would otherwise pay two calls for them. */
 
-/** Releases the device lock, which the calling thread holds, as a public
- *  call returns, then sends the log lines queued under it to the callback
- *  (which may call relo: nothing of the call is in progress any more). */
-void relo__device_unlock(relo_device *device);
+/** Takes the device lock (every public call does, once). Not recursive. */
+static inline void relo__device_lock(relo_device *device) { relo__lock_acquire(&device->lock); }
 
 /** Releases the device lock in the middle of a call (to wait for the
  *  device, copy, transfer or free buffers), leaving the queued log lines
  *  for the unlock that ends a call: the callback never runs while a call
  *  has work in progress, such as a pass of its own open. */
-void relo__device_unlock_quietly(relo_device *device);
+static inline void relo__device_unlock_quietly(relo_device *device) { relo__lock_release(&device->lock); }
+
+/** relo__device_unlock with log lines queued: takes them, releases the
+ *  lock and sends them. */
+void relo__device_unlock_sending(relo_device *device);
+
+/** Releases the device lock, which the calling thread holds, as a public
+ *  call returns, then sends the log lines queued under it to the callback
+ *  (which may call relo: nothing of the call is in progress any more). */
+static inline void relo__device_unlock(relo_device *device)
+{
+    if (device->log.count == 0 && device->log.dropped == 0)
+        relo__lock_release(&device->lock);
+    else
+        relo__device_unlock_sending(device);
+}
 
 /**
  * Periodic cleanup: gives back the queued pages that are still empty and

@@ -8,14 +8,8 @@
 
 #include "base/hostmem.h"
 
-void relo__device_lock(relo_device *device) { relo__lock_acquire(&device->lock); }
-void relo__device_unlock_quietly(relo_device *device) { relo__lock_release(&device->lock); }
-void relo__device_unlock(relo_device *device)
+RELO_COLD void relo__device_unlock_sending(relo_device *device)
 {
-    if (device->log.count == 0 && device->log.dropped == 0) {
-        relo__lock_release(&device->lock);
-        return;
-    }
     relo_log_queue lines;
     relo__log_take(&device->log, &lines);
     relo__lock_release(&device->lock);

@@ -140,7 +140,7 @@ void relo__handle_free(relo_handle_table *t, relo_slot *s)
     s->generation = retire ? 0 : s->generation + 1;
     /* The pins go with the old generation: a pin or unpin without the lock
      * that comes after this finds the generation changed. */
-    atomic_store_explicit(&s->pin_state, (uint64_t)s->generation << 32, memory_order_seq_cst);
+    atomic_store_explicit(&s->pin_state, (uint64_t)s->generation << 32, memory_order_release);
     if (retire) {
         s->next_free = NULL;
         t->retired++;

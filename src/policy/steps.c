@@ -124,7 +124,8 @@ void relo__steps_after_reserve(relo_device *d, relo_stream *s)
      * 1. empty pages past live + the cache limit go back;
      * 2. a layout that packs (the packed one) that still holds past live +
      *    the cache limit as much again, at least a granule or RELO_PACK_MIN_GAIN, in the
-     *    free room of pages that hold allocations, empties the stream's
+     *    free room of pages that hold allocations, and whose reserving
+     *    stream holds that much room itself, empties the stream's
      *    sparsest pages within the copy budget, and what they held past
      *    the limit goes back. After an attempt that moved nothing, the
      *    next waits until that much more room is held past the limit,
@@ -147,6 +148,14 @@ void relo__steps_after_reserve(relo_device *d, relo_stream *s)
         return;
     }
     uint64_t over = held - live - keep, allocated = d->held.counters.bytes_allocated_total;
+    /* Packing covers the reserving stream only: what it can give back is
+     * at most the room its own pages hold. On a device of one stream that
+     * is all the room past live. */
+    const relo_counters *c = &s->held.counters;
+    uint64_t stream_live = c->bytes_allocated_total - c->bytes_freed_total;
+    uint64_t stream_room = relo__sub_sat(s->held.bytes_reserved, stream_live);
+    if (stream_room < gain) return;
+    over = relo__min(over, stream_room);
     if (allocated < d->pack_retry_at && over - relo__min(over, d->pack_stuck) < gain) return;
     if (pack_within_budget(d, s, over, RELO_REASON_CACHE_LIMIT)) {
         d->pack_stuck = 0;

@@ -226,19 +226,25 @@ CHECK_TEST(other_stream_goes_on_while_a_pass_waits_packed) { other_stream_goes_o
 CHECK_TEST(other_stream_goes_on_while_a_pass_waits_adaptive) { other_stream_goes_on(RELO_PLACEMENT_ADAPTIVE); }
 
 /* Another stream's reservations, on a device that holds the scene's
- * scattered room, pack that stream's own pools only: they neither move the
- * scene's allocations nor wait for the device. */
+ * scattered room, pack that stream's own pools only, and only for room that
+ * stream holds: they neither move anything nor wait for the device. */
 static void other_stream_packs_only_its_own(relo_placement placement)
 {
     scene sc;
     require_true(scene_open(&sc, placement, 0, true));
     uint64_t waits = sc.m.calls[MOCK_WAIT_DEVICE];
     uint64_t moved = fx_dev_stats(sc.f.dev).allocations_moved;
-    for (int round = 0; round < 64; round++) {
-        relo_handle h = fx_reserve(sc.f.s2, (uint64_t)(round + 1) * 256 * KiB);
+    /* The second stream's own allocation, and its churn beside it: small
+     * requests on that page, then requests that grow past every page. */
+    relo_handle own = fx_reserve(sc.f.s2, 64 * KiB);
+    require_ne(own.id, 0);
+    for (int round = 0; round < 128; round++) {
+        uint64_t size = round < 64 ? 4 * KiB : (uint64_t)(round - 63) * 256 * KiB;
+        relo_handle h = fx_reserve(sc.f.s2, size);
         require_ne(h.id, 0);
         expect_ok(relo_release(sc.f.dev, h));
     }
+    expect_ok(relo_release(sc.f.dev, own));
     expect_eq(sc.m.calls[MOCK_WAIT_DEVICE], waits);
     expect_eq(fx_dev_stats(sc.f.dev).allocations_moved, moved);
     expect_true(scene_intact(&sc));
