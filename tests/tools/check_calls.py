@@ -298,12 +298,12 @@ def main(argv):
         return 2
     lines, count, summary = check(defined, undefined, order, flat_map, set(args.keep))
     if stale:
-        summary += "; %d stale objects skipped" % len(stale)
+        summary += " (%d stale objects skipped)" % len(stale)
     if count:
         print("\n".join(lines))
         print("check_calls: %d violations; %s" % (count, summary))
         return 1
-    print("check_calls: %s: no upward call, no cycle, no unused relo__ symbol" % summary)
+    print("check_calls: no upward call, no cycle, no unused relo__ symbol; %s" % summary)
     return 0
 
 
