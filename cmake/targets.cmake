@@ -96,3 +96,15 @@ else()
     COMMAND ${CMAKE_COMMAND} -E false)
 endif()
 add_dependencies(layers ${_relo_layer_deps})
+
+# The same check in ctest: on the objects this build made (librelo is built
+# before the tests run), so a call that runs up a folder, a cycle between
+# files or an unused internal symbol fails the test command, and CI.
+if(RELO_PYTHON3)
+  add_test(NAME layers.calls
+           COMMAND ${RELO_PYTHON3} ${PROJECT_SOURCE_DIR}/tests/tools/check_calls.py --nm ${_relo_nm}
+                   --src ${PROJECT_SOURCE_DIR}/src ${_relo_keep} ${_relo_layer_dirs})
+else()
+  add_test(NAME layers.calls COMMAND sh -c "echo 'SKIP: python3 not found'; exit 77")
+endif()
+set_tests_properties(layers.calls PROPERTIES LABELS tools SKIP_RETURN_CODE 77 TIMEOUT 120)
