@@ -42,7 +42,10 @@ static inline uint64_t bench_rand(uint64_t *s)
 }
 
 /* Uniform in [0, 1). */
-static inline double bench_unit(uint64_t *s) { return (double)(bench_rand(s) >> 11) * 0x1.0p-53; }
+static inline double bench_unit(uint64_t *s)
+{
+    return (double)(bench_rand(s) >> 11) * 0x1.0p-53;
+}
 
 typedef struct bench_summary {
     double median, min, p10, p90, max;
@@ -80,8 +83,8 @@ static inline bench_summary bench_summarize(double *v, int n)
 
 static inline void bench_print(const char *what, const char *unit, bench_summary s)
 {
-    printf("  %-44s median %10.2f %-5s  [min %.2f, p10 %.2f, p90 %.2f, max %.2f; %d runs]\n", what,
-           s.median, unit, s.min, s.p10, s.p90, s.max, s.n);
+    printf("  %-44s median %10.2f %-5s  [min %.2f, p10 %.2f, p90 %.2f, max %.2f; %d runs]\n", what, s.median,
+           unit, s.min, s.p10, s.p90, s.max, s.n);
 }
 
 static inline void bench_ratio(const char *what, double ratio, const char *target)

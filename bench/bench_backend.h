@@ -33,9 +33,9 @@
 /** The wrapper's state. The caller owns it; it must outlive the device
  *  that takes the wrapping backend. */
 typedef struct bench_wrap {
-    relo_backend *inner;   /* owned: destroyed with the wrapping backend */
-    long wait_ns;          /* wait_device and wait_copies sleep this long first (0: no sleep) */
-    long free_ns;          /* free sleeps this long after freeing (0: no sleep) */
+    relo_backend *inner; /* owned: destroyed with the wrapping backend */
+    long wait_ns;        /* wait_device and wait_copies sleep this long first (0: no sleep) */
+    long free_ns;        /* free sleeps this long after freeing (0: no sleep) */
     _Atomic uint64_t wait_device, wait_copies, copies, allocs, frees;
 } bench_wrap;
 
@@ -72,7 +72,8 @@ static inline void bench_wrap_flush_(void *ctx)
     w->inner->ops.flush(w->inner->ctx);
 }
 
-static inline relo_status bench_wrap_write_(void *ctx, void *buffer, uint64_t offset, const void *src, uint64_t n)
+static inline relo_status bench_wrap_write_(void *ctx, void *buffer, uint64_t offset, const void *src,
+                                            uint64_t n)
 {
     bench_wrap *w = ctx;
     return w->inner->ops.write(w->inner->ctx, buffer, offset, src, n);
@@ -93,8 +94,8 @@ static inline relo_status bench_wrap_wait_device_(void *ctx)
     return w->inner->ops.wait_device(w->inner->ctx);
 }
 
-static inline relo_status bench_wrap_copy_(void *ctx, void *src, uint64_t src_offset, void *dst, uint64_t dst_offset,
-                                    uint64_t n)
+static inline relo_status bench_wrap_copy_(void *ctx, void *src, uint64_t src_offset, void *dst,
+                                           uint64_t dst_offset, uint64_t n)
 {
     bench_wrap *w = ctx;
     atomic_fetch_add(&w->copies, 1);
@@ -166,6 +167,9 @@ static inline uint64_t bench_wrap_waits(bench_wrap *w)
 
 /** Device waits (wait_device + wait_copies) the calling thread made so
  *  far through any wrapper. */
-static inline uint64_t bench_thread_waits(void) { return bench_thread_waits_; }
+static inline uint64_t bench_thread_waits(void)
+{
+    return bench_thread_waits_;
+}
 
 #endif /* RELO_BENCH_BACKEND_H */

@@ -34,8 +34,8 @@ typedef enum bench_call {
 
 static inline const char *bench_call_name(bench_call c)
 {
-    static const char *const names[BENCH_CALL_COUNT] = {"resolve", "pin",     "unpin", "reserve",
-                                                        "release", "read",    "write"};
+    static const char *const names[BENCH_CALL_COUNT] = {"resolve", "pin",  "unpin", "reserve",
+                                                        "release", "read", "write"};
     return (unsigned)c < BENCH_CALL_COUNT ? names[c] : "?";
 }
 
@@ -45,7 +45,7 @@ static inline const char *bench_call_name(bench_call c)
 typedef struct bench_lat {
     uint64_t calls;
     uint64_t max_ns;
-    uint64_t max_blocked_ns;   /* longest call that blocked */
+    uint64_t max_blocked_ns; /* longest call that blocked */
     uint64_t over_1ms, over_1ms_blocked;
     uint64_t hist[BENCH_LAT_BUCKETS];
 } bench_lat;
@@ -118,8 +118,8 @@ static inline long bench_voluntary_switches(void)
  * blocked, p99, and how many took over 1 ms. */
 static inline void bench_lat_print_kinds(const char *indent, const bench_lat *kinds)
 {
-    printf("%s%-8s %9s %12s %12s %10s %10s %9s\n", indent, "call", "calls", "longest ms", "blocked ms", "p99 ns",
-           "p99.9 ns", ">1 ms");
+    printf("%s%-8s %9s %12s %12s %10s %10s %9s\n", indent, "call", "calls", "longest ms", "blocked ms",
+           "p99 ns", "p99.9 ns", ">1 ms");
     for (int k = 0; k < BENCH_CALL_COUNT; k++) {
         const bench_lat *l = &kinds[k];
         if (!l->calls) continue;

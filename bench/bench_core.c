@@ -54,7 +54,7 @@ static uint64_t *make_sizes(size_t n, uint64_t seed)
 
 static relo_device *make_device(relo_placement placement, relo_stream **stream)
 {
-    relo_host_desc hd = {0};       /* capacity unlimited, max page 1 GiB */
+    relo_host_desc hd = {0}; /* capacity unlimited, max page 1 GiB */
     relo_backend *be = NULL;
     relo_device *dev = NULL;
     relo_device_desc dd = {0};
@@ -150,9 +150,11 @@ static void scaling(relo_placement placement, const char *name, const uint64_t *
     relo_stats st;
     relo_device_stats(d2, &st);
     printf("\nreserve+release pair with allocations live, %s placement, CPU time\n", name);
-    printf("  (populated 1,000 + 1,000,000 live in %.2f s; the 1M-live device holds %llu pages, %.1f GiB simulated)\n",
-           (double)(bench_now_ns() - t0) * 1e-9, (unsigned long long)st.pages,
-           (double)st.bytes_reserved / (double)(1u << 30));
+    printf(
+        "  (populated 1,000 + 1,000,000 live in %.2f s; the 1M-live device holds %llu pages, %.1f GiB "
+        "simulated)\n",
+        (double)(bench_now_ns() - t0) * 1e-9, (unsigned long long)st.pages,
+        (double)st.bytes_reserved / (double)(1u << 30));
     relo_pairs_timed(d1, s1, sizes, pairs, true); /* warm-up */
     relo_pairs_timed(d2, s2, sizes, pairs, true);
     for (int r = 0; r < runs; r++) {
@@ -163,8 +165,8 @@ static void scaling(relo_placement placement, const char *name, const uint64_t *
     bench_print("1,000 live", "ns", bench_summarize(few, runs));
     bench_print("1,000,000 live", "ns", bench_summarize(many, runs));
     bench_summary r = bench_summarize(ratio, runs);
-    printf("  %-44s %.3f  [p10 %.3f, p90 %.3f]   (target <= 1.2)\n", "ratio 1,000,000 live / 1,000 live", r.median,
-           r.p10, r.p90);
+    printf("  %-44s %.3f  [p10 %.3f, p90 %.3f]   (target <= 1.2)\n", "ratio 1,000,000 live / 1,000 live",
+           r.median, r.p10, r.p90);
     depopulate(d1, h1, small_live);
     depopulate(d2, h2, big_live);
     relo_stream_destroy(s1);
@@ -186,13 +188,13 @@ int main(int argc, char **argv)
 
     double mean = 0;
     for (size_t i = 0; i < pairs; i++) mean += (double)sizes[i];
-    printf("bench_core: %zu pairs per run, %d runs; sizes 64 B .. 64 MiB heavy-tailed, mean %.0f B\n",
-           pairs, runs, mean / (double)pairs);
+    printf("bench_core: %zu pairs per run, %d runs; sizes 64 B .. 64 MiB heavy-tailed, mean %.0f B\n", pairs,
+           runs, mean / (double)pairs);
 
     /* 1. reserve+release pairs vs malloc/free. */
     relo_stream *s;
     relo_device *dev = make_device(RELO_PLACEMENT_DEFAULT, &s);
-    relo_pairs(dev, s, sizes, pairs);      /* warm-up: pools grown, pages held */
+    relo_pairs(dev, s, sizes, pairs); /* warm-up: pools grown, pages held */
     malloc_pairs(sizes, pairs);
     lock_pairs(&lock, pairs);
     for (int r = 0; r < runs; r++) {
@@ -207,7 +209,8 @@ int main(int argc, char **argv)
     bench_print("glibc malloc + free (same sizes)", "ns", malloc_s);
     bench_print("device lock alone (2 acquire + release)", "ns", lock_s);
     bench_ratio("ratio relo / malloc (medians)", relo_s.median / malloc_s.median, "none; context");
-    bench_ratio("share of the pair that is the lock (medians)", lock_s.median / relo_s.median, "none; context");
+    bench_ratio("share of the pair that is the lock (medians)", lock_s.median / relo_s.median,
+                "none; context");
     printf("  %-44s %.1f ns   (target <= 100 ns)\n", "relo pair, median", relo_s.median);
     relo_stream_destroy(s);
     relo_device_destroy(dev);

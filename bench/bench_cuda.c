@@ -40,10 +40,10 @@
 /* ------------------------------------------------------------------------ */
 
 typedef struct event {
-    uint64_t size;   /* alloc: bytes */
-    uint32_t slot;   /* dense allocation number */
-    uint8_t stream;  /* dense stream index */
-    uint8_t alloc;   /* 1 = alloc, 0 = free */
+    uint64_t size;  /* alloc: bytes */
+    uint32_t slot;  /* dense allocation number */
+    uint8_t stream; /* dense stream index */
+    uint8_t alloc;  /* 1 = alloc, 0 = free */
 } event;
 
 typedef struct trace {
@@ -135,8 +135,10 @@ static bool read_trace(const char *path, trace *t)
             uint32_t si = 0;
             while (si < t->streams && stream_ids[si] != stream) si++;
             if (si == t->streams) {
-                if (t->streams == MAX_STREAMS) si = MAX_STREAMS - 1; /* fold extra streams */
-                else stream_ids[t->streams++] = stream;
+                if (t->streams == MAX_STREAMS)
+                    si = MAX_STREAMS - 1; /* fold extra streams */
+                else
+                    stream_ids[t->streams++] = stream;
             }
             if (2 * (t->slots + 1) > m.cap) ok = map_grow(&m);
             e.alloc = 1;
@@ -159,8 +161,10 @@ static bool read_trace(const char *path, trace *t)
         }
         if (ok) ok = push_event(t, e);
     }
-    if (gz) pclose(f);
-    else fclose(f);
+    if (gz)
+        pclose(f);
+    else
+        fclose(f);
     free(m.keys);
     free(m.vals);
     /* A free repeats its allocation's size and stream, for the replayers. */
@@ -333,17 +337,17 @@ static void bench_trace(gpu *g, const char *path, int runs)
         free(t.events);
         return;
     }
-    bench_summary sr = bench_summarize(r, nr), sm = bench_summarize(m, nm),
-                  sa = bench_summarize(a, na);
+    bench_summary sr = bench_summarize(r, nr), sm = bench_summarize(m, nm), sa = bench_summarize(a, na);
     bench_print("relo (CUDA backend)", "ns/ev", sr);
     bench_print("cuMemAlloc/cuMemFree", "ns/ev", sm);
     bench_print("cuMemAllocAsync/cuMemFreeAsync", "ns/ev", sa);
     printf("  relo time / cuMemAlloc time              %.3f\n", sr.median / sm.median);
     printf("  relo time / cuMemAllocAsync time         %.3f\n", sr.median / sa.median);
-    printf("  relo peak reserved %.2f GiB, %llu relocations, failures relo %llu, "
-           "cuMemAlloc %llu, async %llu\n",
-           (double)x.peak_reserved / (double)(1u << 30), (unsigned long long)x.relocations,
-           (unsigned long long)x.failures, (unsigned long long)fm, (unsigned long long)fa);
+    printf(
+        "  relo peak reserved %.2f GiB, %llu relocations, failures relo %llu, "
+        "cuMemAlloc %llu, async %llu\n",
+        (double)x.peak_reserved / (double)(1u << 30), (unsigned long long)x.relocations,
+        (unsigned long long)x.failures, (unsigned long long)fm, (unsigned long long)fa);
     free(t.events);
 }
 
@@ -463,8 +467,8 @@ static void bench_bandwidth(gpu *g, int runs)
         snprintf(what, sizeof what, "%5llu MiB cuMemcpyDtoD (baseline)", (unsigned long long)(size / MiB));
         bench_print(what, "GB/s", sb);
         for (int p = 0; p < 2; p++) {
-            printf("  %5llu MiB, %s%s:\n", (unsigned long long)(size / MiB), relo_placement_name(placements[p]),
-                   p == 0 ? " (the default)" : "");
+            printf("  %5llu MiB, %s%s:\n", (unsigned long long)(size / MiB),
+                   relo_placement_name(placements[p]), p == 0 ? " (the default)" : "");
             if (!nr[p]) {
                 printf("    a run failed\n");
                 continue;
@@ -493,8 +497,7 @@ int main(int argc, char **argv)
         printf("SKIP: no CUDA device\n");
         return 77;
     }
-    if (cuDeviceGet(&g.dev, 0) != CUDA_SUCCESS ||
-        cuDevicePrimaryCtxRetain(&g.ctx, g.dev) != CUDA_SUCCESS ||
+    if (cuDeviceGet(&g.dev, 0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&g.ctx, g.dev) != CUDA_SUCCESS ||
         cuCtxPushCurrent(g.ctx) != CUDA_SUCCESS)
         return 1;
     for (int i = 0; i < MAX_STREAMS; i++)

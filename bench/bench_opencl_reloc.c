@@ -70,8 +70,7 @@ static int env_open(env *e)
     cl_uint n = 0;
     if (clGetPlatformIDs(16, plats, &n) != CL_SUCCESS || n == 0) return 0;
     for (cl_uint i = 0; i < n && i < 16 && !e->device; i++)
-        if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &e->device, NULL) != CL_SUCCESS)
-            e->device = NULL;
+        if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &e->device, NULL) != CL_SUCCESS) e->device = NULL;
     if (!e->device) return 0;
     cl_int err = CL_SUCCESS;
     e->context = clCreateContext(NULL, 1, &e->device, NULL, NULL, &err);
@@ -167,7 +166,8 @@ static int reloc_prepare(env *e, relo_placement placement, uint64_t size, const 
         return 0;
     }
     int ok = relo_stream_create(x->d, e->queue, &x->s) == RELO_OK &&
-             (placement == RELO_PLACEMENT_ADAPTIVE ? scene_adaptive(x, size, fill) : scene_packed(x, size, fill));
+             (placement == RELO_PLACEMENT_ADAPTIVE ? scene_adaptive(x, size, fill)
+                                                   : scene_packed(x, size, fill));
     clFinish(e->copy_queue);
     if (!ok) reloc_teardown(x);
     return ok;
@@ -175,9 +175,9 @@ static int reloc_prepare(env *e, relo_placement placement, uint64_t size, const 
 
 /* What one timed relocation did. */
 typedef struct reloc_run {
-    double seconds;       /* < 0: the run failed or moved other than `size` bytes */
-    uint64_t waits;       /* device waits of the reclaim */
-    uint64_t page_back;   /* bytes of pages the reclaim gave back */
+    double seconds;     /* < 0: the run failed or moved other than `size` bytes */
+    uint64_t waits;     /* device waits of the reclaim */
+    uint64_t page_back; /* bytes of pages the reclaim gave back */
 } reloc_run;
 
 /* One timed relocation of `size` bytes. */
@@ -224,7 +224,8 @@ static int reloc_phases_once(env *e, relo_placement placement, uint64_t size, co
         uint64_t t3 = bench_now_ns();
         relo_stats st;
         relo_device_stats(x.d, &st);
-        ok = cs == RELO_OK && es == RELO_OK && out == RELO_PASS_LANDED && moves == 1 && st.bytes_moved == size;
+        ok = cs == RELO_OK && es == RELO_OK && out == RELO_PASS_LANDED && moves == 1 &&
+             st.bytes_moved == size;
         phase[0] = (double)(t1 - t0) * 1e-9;
         phase[1] = (double)(t2 - t1) * 1e-9;
         phase[2] = (double)(t3 - t2) * 1e-9;
@@ -279,8 +280,8 @@ typedef struct placement_samples {
 } placement_samples;
 
 /* One run of every kind of one placement, after the shared baseline copy. */
-static void placement_run(env *e, relo_placement placement, uint64_t size, const unsigned char *fill, cl_mem src,
-                          cl_mem dst, placement_samples *ps)
+static void placement_run(env *e, relo_placement placement, uint64_t size, const unsigned char *fill,
+                          cl_mem src, cl_mem dst, placement_samples *ps)
 {
     double tb2 = copy_release_once(e, src, dst, size, ps->page_back, fill);
     reloc_run tr = reloc_once(e, placement, size, fill, RELO_PAGE_FREE_INLINE);
@@ -394,7 +395,8 @@ int main(int argc, char **argv)
         for (int r = 0; r < runs; r++) {
             double tb = copy_once(&e, src, dst, size);
             if (tb > 0) base[nb++] = (double)size / tb / 1e9;
-            for (int p = 0; p < PLACEMENTS; p++) placement_run(&e, placements[p], size, fill, src, dst, &ps[p]);
+            for (int p = 0; p < PLACEMENTS; p++)
+                placement_run(&e, placements[p], size, fill, src, dst, &ps[p]);
         }
         clReleaseMemObject(src);
         clReleaseMemObject(dst);
@@ -406,9 +408,11 @@ int main(int argc, char **argv)
         }
         bench_summary sb = bench_summarize(base, nb);
         char what[96];
-        snprintf(what, sizeof what, "%4llu MiB clEnqueueCopyBuffer (baseline)", (unsigned long long)(size / MiB));
+        snprintf(what, sizeof what, "%4llu MiB clEnqueueCopyBuffer (baseline)",
+                 (unsigned long long)(size / MiB));
         bench_print(what, "GB/s", sb);
-        for (int p = 0; p < PLACEMENTS; p++) below_target += placement_report(placements[p], size, &ps[p], sb);
+        for (int p = 0; p < PLACEMENTS; p++)
+            below_target += placement_report(placements[p], size, &ps[p], sb);
     }
     env_close(&e);
     return below_target ? 1 : 0;

@@ -92,15 +92,15 @@ static void must(relo_status s, const char *what)
 
 typedef struct caller {
     relo_device *dev;
-    relo_stream *stream;       /* the stream it calls through */
+    relo_stream *stream; /* the stream it calls through */
     const relo_handle *handles;
     int handle_count;
-    bool reserves;             /* also reserves 4 KiB and releases it */
+    bool reserves; /* also reserves 4 KiB and releases it */
     atomic_bool stop;
-    atomic_bool in_pass;       /* the relocating thread is inside relo_reclaim */
+    atomic_bool in_pass; /* the relocating thread is inside relo_reclaim */
     bench_lat in[BENCH_CALL_COUNT], out[BENCH_CALL_COUNT];
     uint64_t errors;
-    uint64_t waits;            /* device waits its own calls made */
+    uint64_t waits; /* device waits its own calls made */
 } caller;
 
 static relo_status call_one(caller *c, bench_call k, relo_handle h, relo_handle *tmp)
@@ -177,8 +177,8 @@ static void fill(unsigned char *p, uint64_t n, unsigned key)
 
 /* Builds the placement's scene on stream s: A (written with pattern, its
  * size in *a_size) moves at reclaim, B does not. */
-static void build_scene(relo_device *dev, relo_stream *s, relo_placement placement, const unsigned char *pattern,
-                        relo_handle *a, uint64_t *a_size, relo_handle *b)
+static void build_scene(relo_device *dev, relo_stream *s, relo_placement placement,
+                        const unsigned char *pattern, relo_handle *a, uint64_t *a_size, relo_handle *b)
 {
     if (placement == RELO_PLACEMENT_ADAPTIVE) {
         *a_size = MIB;
@@ -263,8 +263,8 @@ static void run_round(scenario sc, relo_placement placement, bool record, result
     must(relo_stream_stats(other, &ost), "stats");
     must(relo_read(dev, a, 0, back, a_size), "read");
     if (st.allocations_moved != moved_before + 1 || memcmp(back, pattern, (size_t)a_size) != 0) {
-        fprintf(stderr, "bench_pass_latency: %s: A did not move intact (%llu moved)\n", relo_placement_name(placement),
-                (unsigned long long)(st.allocations_moved - moved_before));
+        fprintf(stderr, "bench_pass_latency: %s: A did not move intact (%llu moved)\n",
+                relo_placement_name(placement), (unsigned long long)(st.allocations_moved - moved_before));
         exit(1);
     }
     must(relo_release(dev, a), "release");
@@ -296,14 +296,15 @@ static void run_round(scenario sc, relo_placement placement, bool record, result
 static void report(relo_placement placement, result *r)
 {
     printf("  %s%s, %d rounds:\n", relo_placement_name(placement),
-           placement == RELO_PLACEMENT_PACKED ? " (the default)" : "",
-           r->rounds);
+           placement == RELO_PLACEMENT_PACKED ? " (the default)" : "", r->rounds);
     bench_summary w = bench_summarize(r->waits, r->rounds);
     bench_print("device waits per reclaim", "", w);
-    bench_print("device waits by the second thread, per round", "", bench_summarize(r->other_waits, r->rounds));
+    bench_print("device waits by the second thread, per round", "",
+                bench_summarize(r->other_waits, r->rounds));
     bench_print("allocations moved on the other stream", "", bench_summarize(r->other_moved, r->rounds));
     bench_print("relo_reclaim (one pass: 2 x 100 ms waits)", "ms", bench_summarize(r->pass_ms, r->rounds));
-    bench_summary in = bench_summarize(r->in_max_ms, r->rounds), out = bench_summarize(r->out_max_ms, r->rounds);
+    bench_summary in = bench_summarize(r->in_max_ms, r->rounds),
+                  out = bench_summarize(r->out_max_ms, r->rounds);
     bench_print("longest call during the pass, per round", "ms", in);
     bench_print("longest blocked call during the pass", "ms", bench_summarize(r->in_blocked_ms, r->rounds));
     bench_print("longest call outside passes, per round", "ms", out);
@@ -319,14 +320,16 @@ static void report(relo_placement placement, result *r)
     }
     printf("    calls outside passes: %llu (per kind, longest:", (unsigned long long)calls);
     for (int k = 0; k < BENCH_CALL_COUNT; k++)
-        if (r->out[k].calls) printf(" %s %.3f ms", bench_call_name((bench_call)k), (double)r->out[k].max_ns * 1e-6);
+        if (r->out[k].calls)
+            printf(" %s %.3f ms", bench_call_name((bench_call)k), (double)r->out[k].max_ns * 1e-6);
     printf(")\n");
-    printf("    A moved intact: %llu of %d rounds; failed calls: %llu\n", (unsigned long long)r->moved, r->rounds,
-           (unsigned long long)r->errors);
-    printf("    target, <= 2 device waits per reclaim: %s; no call over 1 ms during the pass: %s; no call that "
-           "blocked over 1 ms: %s\n",
-           w.max <= 2 ? "met" : "missed", max <= 1000000u ? "met" : "missed",
-           max_blocked <= 1000000u ? "met" : "missed");
+    printf("    A moved intact: %llu of %d rounds; failed calls: %llu\n", (unsigned long long)r->moved,
+           r->rounds, (unsigned long long)r->errors);
+    printf(
+        "    target, <= 2 device waits per reclaim: %s; no call over 1 ms during the pass: %s; no call that "
+        "blocked over 1 ms: %s\n",
+        w.max <= 2 ? "met" : "missed", max <= 1000000u ? "met" : "missed",
+        max_blocked <= 1000000u ? "met" : "missed");
 }
 
 int main(int argc, char **argv)
@@ -338,8 +341,10 @@ int main(int argc, char **argv)
     static result res[SCENARIO_COUNT][2];
     unsigned char *pattern = malloc(A_MAX), *back = malloc(A_MAX);
     if (!pattern || !back) return 1;
-    printf("bench_pass_latency: wait_device and wait_copies sleep 100 ms each; %d rounds per scenario and "
-           "placement\n", rounds);
+    printf(
+        "bench_pass_latency: wait_device and wait_copies sleep 100 ms each; %d rounds per scenario and "
+        "placement\n",
+        rounds);
     uint64_t errors = 0;
     for (int sc = 0; sc < SCENARIO_COUNT; sc++) {
         /* Round -1 warms up; the placements alternate round by round. */

@@ -254,8 +254,8 @@ static void round_once(placement_result *r, bool record, uint64_t *buf, uint64_t
     must(relo_release(sc.dev, o.own), "own release");
     scene_close(&sc);
     if (intact != TOTAL / 2) {
-        fprintf(stderr, "bench_reclaim_price: %s: %d of %d allocations intact\n", relo_placement_name(r->placement),
-                intact, TOTAL / 2);
+        fprintf(stderr, "bench_reclaim_price: %s: %d of %d allocations intact\n",
+                relo_placement_name(r->placement), intact, TOTAL / 2);
         exit(1);
     }
     if (!record) return;
@@ -291,7 +291,8 @@ static void report(placement_result *r)
     bench_print("allocations moved per reclaim", "", bench_summarize(r->moved, r->rounds));
     bench_print("MiB moved per reclaim", "MiB", bench_summarize(r->mib_moved, r->rounds));
     printf("  bytes intact: %d of %d kept allocations, read back after each reclaim\n", r->intact, r->kept);
-    bench_summary in = bench_summarize(r->in_max_ms, r->rounds), out = bench_summarize(r->out_max_ms, r->rounds);
+    bench_summary in = bench_summarize(r->in_max_ms, r->rounds),
+                  out = bench_summarize(r->out_max_ms, r->rounds);
     bench_print("other stream: longest call during the reclaim", "ms", in);
     bench_print("other stream: longest call outside it", "ms", out);
     printf("  other stream's calls during the reclaims:\n");
@@ -305,12 +306,14 @@ static void report(placement_result *r)
         if (r->in[k].max_blocked_ns > max_blocked) max_blocked = r->in[k].max_blocked_ns;
     }
     printf("  target, <= 2 device waits per reclaim: %s (most %.0f)\n", w.max <= 2 ? "met" : "missed", w.max);
-    printf("  target, no other-stream call over 1 ms during the reclaim: %s (%llu over 1 ms, %llu of them "
-           "blocked, longest that blocked %.3f ms); failed calls: %llu\n",
-           over == 0 ? "met" : over_blocked == 0 ? "met for every call that blocked; preempted ones exceeded it"
-                                                 : "missed",
-           (unsigned long long)over, (unsigned long long)over_blocked, (double)max_blocked * 1e-6,
-           (unsigned long long)r->failures);
+    printf(
+        "  target, no other-stream call over 1 ms during the reclaim: %s (%llu over 1 ms, %llu of them "
+        "blocked, longest that blocked %.3f ms); failed calls: %llu\n",
+        over == 0           ? "met"
+        : over_blocked == 0 ? "met for every call that blocked; preempted ones exceeded it"
+                            : "missed",
+        (unsigned long long)over, (unsigned long long)over_blocked, (double)max_blocked * 1e-6,
+        (unsigned long long)r->failures);
 }
 
 int main(int argc, char **argv)
@@ -323,9 +326,10 @@ int main(int argc, char **argv)
     static placement_result res[2];
     res[0].placement = RELO_PLACEMENT_PACKED;
     res[1].placement = RELO_PLACEMENT_ADAPTIVE;
-    printf("bench_reclaim_price: wait_device and wait_copies sleep 100 ms each; stream 1 holds %d x 256 KiB and "
-           "%d x 3-7 MiB, every other one released; %d rounds per placement after a warm-up\n",
-           SMALL, LARGE, rounds);
+    printf(
+        "bench_reclaim_price: wait_device and wait_copies sleep 100 ms each; stream 1 holds %d x 256 KiB and "
+        "%d x 3-7 MiB, every other one released; %d rounds per placement after a warm-up\n",
+        SMALL, LARGE, rounds);
     /* Round -1 warms up; the placements alternate round by round, the
      * default first. */
     for (int r = -1; r < rounds; r++)
@@ -334,7 +338,8 @@ int main(int argc, char **argv)
     bench_summary d = bench_summarize(res[0].reclaim_ms, res[0].rounds),
                   s = bench_summarize(res[1].reclaim_ms, res[1].rounds);
     printf("\n");
-    bench_ratio("reclaim time, packed / adaptive", d.median / s.median, "~1: the default pays what adaptive pays");
+    bench_ratio("reclaim time, packed / adaptive", d.median / s.median,
+                "~1: the default pays what adaptive pays");
     free(buf);
     free(buf2);
     return res[0].failures || res[1].failures ? 1 : 0;

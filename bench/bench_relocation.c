@@ -119,7 +119,7 @@ static setup bandwidth_setup(uint64_t total, int prepare_room)
     must(relo_stream_create(x.dev, NULL, &x.s), "stream");
 
     relo_handle anchor, grow;
-    must(relo_reserve(x.s, 40 * MIB, &anchor), "anchor");     /* 41 MiB pages */
+    must(relo_reserve(x.s, 40 * MIB, &anchor), "anchor"); /* 41 MiB pages */
     must(relo_release(x.dev, anchor), "release anchor");
     uint64_t seed = 4242;
     uint8_t fill = 1;
@@ -133,7 +133,7 @@ static setup bandwidth_setup(uint64_t total, int prepare_room)
         push_live(&x, h, size);
         x.bytes += size;
     }
-    must(relo_reserve(x.s, 100 * MIB, &grow), "grow");          /* 101 MiB pages */
+    must(relo_reserve(x.s, 100 * MIB, &grow), "grow"); /* 101 MiB pages */
     if (prepare_room) {
         relo_handle room[16];
         int n = 0;
@@ -186,15 +186,14 @@ static void bandwidth(int runs, uint64_t total)
     double *ratio_fill = malloc((size_t)runs * sizeof(double));
     uint64_t moved_bytes = 0, moved = 0;
     if (!relo_bw || !copy_bw || !fresh_bw || !ratio || !ratio_fresh || !ratio_fill) exit(1);
-    for (int r = -1; r < runs; r++) {              /* r = -1: warm-up */
+    for (int r = -1; r < runs; r++) { /* r = -1: warm-up */
         for (int fresh = 0; fresh < 2; fresh++) {
             setup x = bandwidth_setup(total, !fresh);
             relo_stats before, after;
             must(relo_device_stats(x.dev, &before), "stats");
             uint64_t w0 = device_waits(x.be);
             uint64_t t0 = bench_now_ns();
-            must(relo__testing_relocate(x.s, fresh ? RELO_REASON_CAPTURE : RELO_REASON_EXPLICIT),
-                 "relocate");
+            must(relo__testing_relocate(x.s, fresh ? RELO_REASON_CAPTURE : RELO_REASON_EXPLICIT), "relocate");
             double secs = (double)(bench_now_ns() - t0) * 1e-9;
             uint64_t waits = device_waits(x.be) - w0;
             must(relo_device_stats(x.dev, &after), "stats");
@@ -213,7 +212,8 @@ static void bandwidth(int runs, uint64_t total)
             bytes = x.bytes;
             double base = memcpy_seconds(x.sizes, x.nlive - 1, bytes, 0);
             uint64_t freed = before.bytes_reserved > after.bytes_reserved
-                                 ? before.bytes_reserved - after.bytes_reserved : 0;
+                                 ? before.bytes_reserved - after.bytes_reserved
+                                 : 0;
             double base_release = memcpy_seconds(x.sizes, x.nlive - 1, bytes, freed);
             if (r >= 0) {
                 double bw = (double)bytes / secs / (double)MIB;
@@ -245,11 +245,11 @@ static void bandwidth(int runs, uint64_t total)
     bench_print("relocate CAPTURE into new pages", "MiB/s", bench_summarize(fresh_bw, runs));
     bench_print("memcpy, same sizes, fresh touched buffers", "MiB/s", bench_summarize(copy_bw, runs));
     bench_summary rs = bench_summarize(ratio, runs), rf = bench_summarize(ratio_fresh, runs);
-    printf("  %-44s %.3f  [p10 %.3f, p90 %.3f]\n", "ratio EXPLICIT / memcpy alone", rs.median,
-           rs.p10, rs.p90);
+    printf("  %-44s %.3f  [p10 %.3f, p90 %.3f]\n", "ratio EXPLICIT / memcpy alone", rs.median, rs.p10,
+           rs.p90);
     bench_summary rl = bench_summarize(ratio_fill, runs);
-    printf("  %-44s %.3f  [p10 %.3f, p90 %.3f]   (target >= 0.8)\n", "ratio EXPLICIT / (memcpy + pages given back)",
-           rl.median, rl.p10, rl.p90);
+    printf("  %-44s %.3f  [p10 %.3f, p90 %.3f]   (target >= 0.8)\n",
+           "ratio EXPLICIT / (memcpy + pages given back)", rl.median, rl.p10, rl.p90);
     printf("  %-44s %.3f  [p10 %.3f, p90 %.3f]\n", "ratio CAPTURE (new pages) / memcpy", rf.median, rf.p10,
            rf.p90);
     free(ratio_fill);
@@ -278,7 +278,10 @@ static setup sim_device_with(relo_placement placement)
     return x;
 }
 
-static setup sim_device(void) { return sim_device_with(RELO_PLACEMENT_ADAPTIVE); }
+static setup sim_device(void)
+{
+    return sim_device_with(RELO_PLACEMENT_ADAPTIVE);
+}
 
 static void reserve_n(setup *x, size_t n, uint64_t lo, uint64_t hi, uint64_t seed)
 {
@@ -343,10 +346,11 @@ static void print_scaling(double *v[SCALES], double *ratio, const uint64_t moved
         s[k] = bench_summarize(v[k], runs);
         bench_print(what, "ns", s[k]);
     }
-    printf("  %-44s %.0f ns   (target <= 1000 ns)\n", "CPU per moved allocation at 100,000 live", s[1].median);
+    printf("  %-44s %.0f ns   (target <= 1000 ns)\n", "CPU per moved allocation at 100,000 live",
+           s[1].median);
     bench_summary r = bench_summarize(ratio, runs);
-    printf("  %-44s %.3f  [p10 %.3f, p90 %.3f]   (target <= 1.2)\n", "ratio 1,000,000 live / 1,000 live", r.median,
-           r.p10, r.p90);
+    printf("  %-44s %.3f  [p10 %.3f, p90 %.3f]   (target <= 1.2)\n", "ratio 1,000,000 live / 1,000 live",
+           r.median, r.p10, r.p90);
 }
 
 static void planning(int runs)
@@ -375,7 +379,9 @@ static void planning(int runs)
         for (int k = 0; k < SCALES; k++) one[k][r] = round[k];
         ratio[r] = round[SCALES - 1] / round[0];
     }
-    printf("\n2. relocation planning, adaptive placement, CPU per moved allocation, sim backend (copies free)\n");
+    printf(
+        "\n2. relocation planning, adaptive placement, CPU per moved allocation, sim backend (copies "
+        "free)\n");
     bench_summary a = bench_summarize(all, runs);
     char what[96];
     snprintf(what, sizeof what, "(a) 100,000 live, all %llu move", (unsigned long long)moved_all);
@@ -447,8 +453,9 @@ static void compaction(int runs)
         for (int k = 0; k < SCALES; k++) v[k][r] = round[k];
         ratio[r] = round[SCALES - 1] / round[0];
     }
-    printf("\n3. compaction planning (relo_reclaim), packed placement (the default), CPU per moved allocation, "
-           "sim backend\n");
+    printf(
+        "\n3. compaction planning (relo_reclaim), packed placement (the default), CPU per moved allocation, "
+        "sim backend\n");
     print_scaling(v, ratio, moved, runs);
     bench_summary ws = bench_summarize(waits, nw);
     bench_print("device waits per reclaim, every size", "", ws);

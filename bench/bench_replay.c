@@ -48,13 +48,13 @@ typedef enum bench_kind {
     BENCH_KIND_COUNT
 } bench_kind;
 
-static const char *const kind_names[BENCH_KIND_COUNT] = {"relo sim", "relo host", "glibc malloc",
-                                                         "jemalloc", "mimalloc"};
+static const char *const kind_names[BENCH_KIND_COUNT] = {"relo sim", "relo host", "glibc malloc", "jemalloc",
+                                                         "mimalloc"};
 
 typedef struct allocator {
     malloc_fn alloc;
     free_fn release;
-    const char *absent;   /* why it is not there, or NULL */
+    const char *absent; /* why it is not there, or NULL */
 } allocator;
 
 static uint64_t now_ns(void)
@@ -150,7 +150,7 @@ static int cmp_double(const void *a, const void *b)
 
 typedef struct timing {
     double median, spread;
-    const char *note;     /* why there is no number */
+    const char *note; /* why there is no number */
 } timing;
 
 /* ns per event over reps replays of the trace, or -1 if one failed. */
@@ -226,14 +226,18 @@ int main(int argc, char **argv)
     }
     static const char *const je_names[] = {"malloc", "free", "je_malloc", "je_free", NULL};
     static const char *const mi_names[] = {"mi_malloc", "mi_free", "malloc", "free", NULL};
-    allocator alloc[BENCH_KIND_COUNT] = {{NULL, NULL, NULL}, {NULL, NULL, NULL}, {malloc, free, NULL},
+    allocator alloc[BENCH_KIND_COUNT] = {{NULL, NULL, NULL},
+                                         {NULL, NULL, NULL},
+                                         {malloc, free, NULL},
                                          load("libjemalloc.so.2", je_names),
                                          load("libmimalloc.so.2", mi_names)};
-    printf("bench_replay: ns per event, median of %d runs after 1 warm-up; spread = (max-min)/median; "
-           "ratio = median / glibc median\n\n", runs);
+    printf(
+        "bench_replay: ns per event, median of %d runs after 1 warm-up; spread = (max-min)/median; "
+        "ratio = median / glibc median\n\n",
+        runs);
     printf("| %-26s | %-12s | %12s | %7s | %8s |\n", "trace", "allocator", "ns/event", "spread", "vs glibc");
-    printf("|%s|%s|%s|%s|%s|\n", "----------------------------", "--------------", "-------------:",
-           "--------:", "---------:");
+    printf("|%s|%s|%s|%s|%s|\n", "----------------------------", "--------------",
+           "-------------:", "--------:", "---------:");
     int status = 0;
     for (int i = first; i < argc; i++) {
         trace t;

@@ -192,7 +192,8 @@ int main(int argc, char **argv)
     double control = pair(ws, WORK_CONTROL, "control (no shared state)", runs, ops);
     double resolve = pair(ws, WORK_RESOLVE, "relo_resolve", runs, ops);
     double pin = pair(ws, WORK_PIN, "relo_pin + relo_unpin", runs, ops);
-    printf("\nsummary (default placement; the machine's own ceiling now: 2 threads / 1 thread = %.2f):\n", control);
+    printf("\nsummary (default placement; the machine's own ceiling now: 2 threads / 1 thread = %.2f):\n",
+           control);
     printf("  resolve: 2 threads / 1 thread = %.2f   (target >= 1.6)\n", resolve);
     printf("  pin+unpin: 2 threads / 1 thread = %.2f   (target >= 1.6)\n", pin);
 

@@ -50,7 +50,7 @@ typedef struct env {
     VkDevice device;
     uint32_t family;
     VkQueue queue;
-    VkCommandPool pool;  /* the baseline's */
+    VkCommandPool pool; /* the baseline's */
     VkCommandBuffer cmd;
     VkFence fence;
     char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
@@ -62,8 +62,7 @@ static int env_open(env *e)
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
                              .pApplicationName = "bench_vulkan_reloc",
                              .apiVersion = VK_API_VERSION_1_2};
-    VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                               .pApplicationInfo = &app};
+    VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
     if (vkCreateInstance(&ii, NULL, &e->instance) != VK_SUCCESS) return 0;
     VkPhysicalDevice pds[8];
     uint32_t n = 8;
@@ -130,14 +129,14 @@ static relo_backend *make_backend(env *e)
 
 /* What one timed relocation did. */
 typedef struct reloc_run {
-    double seconds;       /* < 0: the run failed or moved other than `size` bytes */
-    uint64_t waits;       /* device waits of the reclaim */
-    uint64_t page_back;   /* bytes of pages the reclaim gave back */
+    double seconds;     /* < 0: the run failed or moved other than `size` bytes */
+    uint64_t waits;     /* device waits of the reclaim */
+    uint64_t page_back; /* bytes of pages the reclaim gave back */
 } reloc_run;
 
 /* Reserves n bytes and writes every one of them (fill holds size bytes). */
-static int reserve_written(relo_device *d, relo_stream *s, uint64_t n, uint64_t size, const unsigned char *fill,
-                           relo_handle *h)
+static int reserve_written(relo_device *d, relo_stream *s, uint64_t n, uint64_t size,
+                           const unsigned char *fill, relo_handle *h)
 {
     if (relo_reserve(s, n, h) != RELO_OK) return 0;
     for (uint64_t off = 0; off < n; off += size) {
@@ -149,15 +148,15 @@ static int reserve_written(relo_device *d, relo_stream *s, uint64_t n, uint64_t 
 
 /* The placement's scene (the opening comment): *h moves at reclaim, *stay
  * (packed only) does not. Returns 0 on error. */
-static int scene(relo_placement placement, relo_device *d, relo_stream *s, uint64_t size, const unsigned char *fill,
-                 relo_handle *h, relo_handle *stay)
+static int scene(relo_placement placement, relo_device *d, relo_stream *s, uint64_t size,
+                 const unsigned char *fill, relo_handle *h, relo_handle *stay)
 {
     relo_handle w1 = {0}, w2 = {0};
     if (placement != RELO_PLACEMENT_ADAPTIVE)
         return reserve_written(d, s, 2 * size, size, fill, &w1) &&
-               reserve_written(d, s, 2 * size + size / 8, size, fill, &w2) && relo_release(d, w1) == RELO_OK &&
-               reserve_written(d, s, size, size, fill, h) && relo_release(d, w2) == RELO_OK &&
-               relo_reserve(s, size + size / 8, stay) == RELO_OK;
+               reserve_written(d, s, 2 * size + size / 8, size, fill, &w2) &&
+               relo_release(d, w1) == RELO_OK && reserve_written(d, s, size, size, fill, h) &&
+               relo_release(d, w2) == RELO_OK && relo_reserve(s, size + size / 8, stay) == RELO_OK;
     if (!reserve_written(d, s, size, size, fill, h)) return 0;
     relo_stats st;
     relo_device_stats(d, &st);
@@ -193,8 +192,10 @@ static reloc_run reloc_once(env *e, relo_placement placement, uint64_t size, con
         uint64_t t1 = bench_now_ns();
         relo_device_stats(d, &after);
         run.waits = bench_wrap_waits(&wrap) - waits;
-        run.page_back = st.bytes_reserved > after.bytes_reserved ? st.bytes_reserved - after.bytes_reserved : 0;
-        if (rs == RELO_OK && after.bytes_moved - st.bytes_moved == size) run.seconds = (double)(t1 - t0) * 1e-9;
+        run.page_back = st.bytes_reserved > after.bytes_reserved ? st.bytes_reserved - after.bytes_reserved
+                                                                 : 0;
+        if (rs == RELO_OK && after.bytes_moved - st.bytes_moved == size)
+            run.seconds = (double)(t1 - t0) * 1e-9;
     }
     if (h.id) relo_release(d, h);
     if (stay.id) relo_release(d, stay);
@@ -231,8 +232,8 @@ static double copy_once(env *e, VkBuffer src, VkBuffer dst, uint64_t size)
 }
 
 /* The plain copy plus giving back a written buffer of the page's size. */
-static double copy_release_once(env *e, relo_backend *bb, VkBuffer src, VkBuffer dst,
-                                uint64_t size, uint64_t page, const unsigned char *fill)
+static double copy_release_once(env *e, relo_backend *bb, VkBuffer src, VkBuffer dst, uint64_t size,
+                                uint64_t page, const unsigned char *fill)
 {
     void *old = NULL;
     uint64_t addr = 0;
@@ -289,8 +290,7 @@ int main(int argc, char **argv)
             bb->ops.write(bb->ctx, src, 0, fill, size) != RELO_OK ||
             bb->ops.write(bb->ctx, dst, 0, fill, size) != RELO_OK) {
             free(fill);
-            printf("  %llu MiB: cannot make the baseline's buffers\n",
-                   (unsigned long long)(size / MiB));
+            printf("  %llu MiB: cannot make the baseline's buffers\n", (unsigned long long)(size / MiB));
             below_target++;
             break;
         }
@@ -332,8 +332,8 @@ int main(int argc, char **argv)
         snprintf(what, sizeof what, "%4llu MiB vkCmdCopyBuffer (baseline)", (unsigned long long)(size / MiB));
         bench_print(what, "GB/s", sb);
         for (int p = 0; p < 2; p++) {
-            printf("  %4llu MiB, %s%s:\n", (unsigned long long)(size / MiB), relo_placement_name(placements[p]),
-                   p == 0 ? " (the default)" : "");
+            printf("  %4llu MiB, %s%s:\n", (unsigned long long)(size / MiB),
+                   relo_placement_name(placements[p]), p == 0 ? " (the default)" : "");
             if (nr[p] == 0 || nb2[p] == 0) {
                 printf("    a run failed\n");
                 below_target++;
@@ -343,7 +343,8 @@ int main(int argc, char **argv)
             bench_print("relocation (relo_reclaim)", "GB/s", sr);
             bench_print("device waits per reclaim", "", bench_summarize(waits[p], nr[p]));
             bench_summary sb2 = bench_summarize(base2[p], nb2[p]);
-            snprintf(what, sizeof what, "copy + vkFreeMemory(%llu MiB page)", (unsigned long long)(page_back[p] / MiB));
+            snprintf(what, sizeof what, "copy + vkFreeMemory(%llu MiB page)",
+                     (unsigned long long)(page_back[p] / MiB));
             bench_print(what, "GB/s", sb2);
             double ratio = sr.median / sb.median;
             bench_ratio("ratio to plain copy", ratio, size >= 8 * MiB ? ">= 0.8" : "(no target below 8 MiB)");

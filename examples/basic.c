@@ -49,7 +49,10 @@ static int page_number(const void *buffer, int remember)
 }
 
 /* Tensor i's contents: every byte says which tensor it belongs to. */
-static void fill(unsigned char *bytes, int i) { memset(bytes, 0x40 + i, TENSOR_BYTES); }
+static void fill(unsigned char *bytes, int i)
+{
+    memset(bytes, 0x40 + i, TENSOR_BYTES);
+}
 
 int main(void)
 {
@@ -110,11 +113,12 @@ int main(void)
     relo_device_stats(dev, &after);
     uint64_t moved = after.allocations_moved - mid.allocations_moved;
     uint64_t pages_back = after.pages_released - mid.pages_released;
-    printf("relo_reclaim: %llu tensors moved (%llu B copied), %llu pages given back (%llu B): "
-           "%llu pages, %llu B held\n",
-           (unsigned long long)moved, (unsigned long long)(after.bytes_moved - mid.bytes_moved),
-           (unsigned long long)pages_back, (unsigned long long)(mid.bytes_reserved - after.bytes_reserved),
-           (unsigned long long)after.pages, (unsigned long long)after.bytes_reserved);
+    printf(
+        "relo_reclaim: %llu tensors moved (%llu B copied), %llu pages given back (%llu B): "
+        "%llu pages, %llu B held\n",
+        (unsigned long long)moved, (unsigned long long)(after.bytes_moved - mid.bytes_moved),
+        (unsigned long long)pages_back, (unsigned long long)(mid.bytes_reserved - after.bytes_reserved),
+        (unsigned long long)after.pages, (unsigned long long)after.bytes_reserved);
 
     /* 4. The binding after the move: the same handle, somewhere else. */
     relo_binding now;
@@ -147,8 +151,10 @@ int main(void)
         fprintf(stderr, "FAILED: no page went back\n");
         ok = 0;
     }
-    if (lost) ok = 0;
-    else printf("the bytes of every tensor left are intact\n");
+    if (lost)
+        ok = 0;
+    else
+        printf("the bytes of every tensor left are intact\n");
 
     for (int i = 0; i < TENSORS; i += 2) relo_release(dev, t[i]);
     relo_stream_destroy(stream);

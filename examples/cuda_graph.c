@@ -32,26 +32,24 @@
 
 #define MiB (UINT64_C(1) << 20)
 
-#define CU(call)                                                                   \
-    do {                                                                           \
-        CUresult r_ = (call);                                                      \
-        if (r_ != CUDA_SUCCESS) {                                                  \
-            const char *n_ = NULL;                                                 \
-            cuGetErrorName(r_, &n_);                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,          \
-                    n_ ? n_ : "?");                                                \
-            exit(1);                                                               \
-        }                                                                          \
+#define CU(call)                                                                          \
+    do {                                                                                  \
+        CUresult r_ = (call);                                                             \
+        if (r_ != CUDA_SUCCESS) {                                                         \
+            const char *n_ = NULL;                                                        \
+            cuGetErrorName(r_, &n_);                                                      \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, n_ ? n_ : "?"); \
+            exit(1);                                                                      \
+        }                                                                                 \
     } while (0)
 
-#define RELO(call)                                                                 \
-    do {                                                                           \
-        relo_status s_ = (call);                                                   \
-        if (s_ != RELO_OK) {                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,          \
-                    relo_status_name(s_));                                         \
-            exit(1);                                                               \
-        }                                                                          \
+#define RELO(call)                                                                               \
+    do {                                                                                         \
+        relo_status s_ = (call);                                                                 \
+        if (s_ != RELO_OK) {                                                                     \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, relo_status_name(s_)); \
+            exit(1);                                                                             \
+        }                                                                                        \
     } while (0)
 
 /* True when every byte of the allocation reads v. */
@@ -68,9 +66,9 @@ static void print_stats(relo_device *d, const char *when)
 {
     relo_stats st;
     relo_device_stats(d, &st);
-    printf("%-28s pages %llu (outdated %llu, guarded %llu), moved %llu\n", when,
-           (unsigned long long)st.pages, (unsigned long long)st.outdated_pages,
-           (unsigned long long)st.guarded_pages, (unsigned long long)st.allocations_moved);
+    printf("%-28s pages %llu (outdated %llu, guarded %llu), moved %llu\n", when, (unsigned long long)st.pages,
+           (unsigned long long)st.outdated_pages, (unsigned long long)st.guarded_pages,
+           (unsigned long long)st.allocations_moved);
 }
 
 int main(void)

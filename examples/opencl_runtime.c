@@ -130,15 +130,15 @@ typedef struct worker {
     cl_command_queue queue;
     cl_kernel fill, mix;
     int steps;
-    uint64_t budget;       /* live bytes kept after each step */
-    uint64_t max_bytes;    /* the largest allocation, reached at the last step */
+    uint64_t budget;    /* live bytes kept after each step */
+    uint64_t max_bytes; /* the largest allocation, reached at the last step */
     allocation live[MAX_LIVE];
     int live_count;
     launch *launches;
     int launch_count, launch_cap;
     relo_call *calls;
     int call_count, call_cap;
-    uint64_t *step_t;      /* start of each step, and the end */
+    uint64_t *step_t; /* start of each step, and the end */
     const char *error;
 } worker;
 
@@ -168,20 +168,20 @@ static relo_call *call_begin(worker *w, int step, const char *what)
 
 /* Times one relo call on the worker's stream and records, when it
  * relocated, what the stream's stats say it did. */
-#define RELO_CALL(w, step, expr, st)                                              \
-    do {                                                                          \
-        relo_stats b_, a_;                                                        \
-        relo_stream_stats((w)->stream, &b_);                                      \
-        relo_call *c_ = call_begin((w), (step), #expr);                           \
-        (st) = (expr);                                                            \
-        if (c_) c_->t1 = now_ns();                                                \
-        relo_stream_stats((w)->stream, &a_);                                      \
-        if (c_ && a_.relocations > b_.relocations) {                              \
-            c_->relocated = true;                                                 \
-            c_->bytes_moved = a_.bytes_moved - b_.bytes_moved;                    \
-            c_->pages_released = a_.pages_released - b_.pages_released;           \
+#define RELO_CALL(w, step, expr, st)                                                      \
+    do {                                                                                  \
+        relo_stats b_, a_;                                                                \
+        relo_stream_stats((w)->stream, &b_);                                              \
+        relo_call *c_ = call_begin((w), (step), #expr);                                   \
+        (st) = (expr);                                                                    \
+        if (c_) c_->t1 = now_ns();                                                        \
+        relo_stream_stats((w)->stream, &a_);                                              \
+        if (c_ && a_.relocations > b_.relocations) {                                      \
+            c_->relocated = true;                                                         \
+            c_->bytes_moved = a_.bytes_moved - b_.bytes_moved;                            \
+            c_->pages_released = a_.pages_released - b_.pages_released;                   \
             c_->reserved_delta = (int64_t)a_.bytes_reserved - (int64_t)b_.bytes_reserved; \
-        }                                                                         \
+        }                                                                                 \
     } while (0)
 
 /* Enqueues k over words items. The launch array is sized for the whole run
@@ -198,7 +198,8 @@ static bool launch_kernel(worker *w, int step, cl_kernel k, uint32_t words)
     size_t global = (words + GROUP - 1) / GROUP * GROUP, local = GROUP;
     cl_event ev = NULL;
     l->enqueued_ns = now_ns();
-    if (clEnqueueNDRangeKernel(w->queue, k, 1, NULL, &global, &local, 0, NULL, &ev) != CL_SUCCESS) return false;
+    if (clEnqueueNDRangeKernel(w->queue, k, 1, NULL, &global, &local, 0, NULL, &ev) != CL_SUCCESS)
+        return false;
     cl_int err = clSetEventCallback(ev, CL_COMPLETE, on_complete, (void *)&l->completed_ns);
     clReleaseEvent(ev);
     return err == CL_SUCCESS;
@@ -231,7 +232,8 @@ static bool step_reserve(worker *w, int step)
     if (w->live_count == MAX_LIVE) return true;
     /* Sizes grow from 1/16 of the largest at the first step to the
      * largest at the last, with some spread: the arena keeps growing. */
-    uint64_t hi = w->max_bytes / 16 + (w->max_bytes - w->max_bytes / 16) * (uint64_t)(step + 1) / (uint64_t)w->steps;
+    uint64_t hi = w->max_bytes / 16 +
+                  (w->max_bytes - w->max_bytes / 16) * (uint64_t)(step + 1) / (uint64_t)w->steps;
     uint64_t bytes = hi / 2 + rng(&w->seed) % (hi / 2);
     uint32_t words = (uint32_t)(bytes / 4);
     if (words == 0) words = 1;
@@ -271,7 +273,8 @@ static bool step_mix(worker *w, int step)
     RELO_CALL(w, step, relo_pin(w->stream, s->h, &bs), st);
     RELO_CALL(w, step, relo_pin(w->stream, d->h, &bd), st2);
     bool ok = st == RELO_OK && st2 == RELO_OK && set_binding(w->mix, 0, &bs) && set_binding(w->mix, 2, &bd) &&
-              clSetKernelArg(w->mix, 4, sizeof key, &key) == CL_SUCCESS && launch_kernel(w, step, w->mix, words);
+              clSetKernelArg(w->mix, 4, sizeof key, &key) == CL_SUCCESS &&
+              launch_kernel(w, step, w->mix, words);
     if (st == RELO_OK) RELO_CALL(w, step, relo_unpin(w->dev, s->h), st);
     if (st2 == RELO_OK) RELO_CALL(w, step, relo_unpin(w->dev, d->h), st2);
     for (uint32_t i = 0; i < words; i++) d->shadow[i] = s->shadow[i] * 3u + key + i;
@@ -361,8 +364,8 @@ static int relo_idle_spans(worker *w, span *out, int cap)
 typedef struct placement_result {
     uint64_t relocations, bytes_moved, pages_released;
     double idle_ms[2], longest_relo_call_ms;
-    double relocating_idle_ms;  /* own idle of the calls that relocated */
-    double copy_ms;             /* what their copies take at the measured copy rate */
+    double relocating_idle_ms; /* own idle of the calls that relocated */
+    double copy_ms;            /* what their copies take at the measured copy rate */
     bool ok;
 } placement_result;
 
@@ -382,7 +385,8 @@ static double copy_rate(cl_context ctx, cl_command_queue queue)
             clEnqueueWriteBuffer(queue, b, CL_TRUE, 0, n, zero, 0, NULL, NULL) == CL_SUCCESS) {
             for (k = 0; k < 5; k++) {
                 uint64_t t0 = now_ns();
-                if (clEnqueueCopyBuffer(queue, a, b, 0, 0, n, 0, NULL, NULL) != CL_SUCCESS || clFinish(queue) != CL_SUCCESS)
+                if (clEnqueueCopyBuffer(queue, a, b, 0, 0, n, 0, NULL, NULL) != CL_SUCCESS ||
+                    clFinish(queue) != CL_SUCCESS)
                     break;
                 ms[k] = (double)(now_ns() - t0) * 1e-6;
             }
@@ -409,8 +413,8 @@ static int setup_failed(const char *what)
     return 1;
 }
 
-static int run_placement(cl_context ctx, cl_device_id dev, cl_program prog, relo_placement placement, int steps,
-                         uint64_t capacity, bool verbose, placement_result *res)
+static int run_placement(cl_context ctx, cl_device_id dev, cl_program prog, relo_placement placement,
+                         int steps, uint64_t capacity, bool verbose, placement_result *res)
 {
     memset(res, 0, sizeof *res);
     cl_int err = CL_SUCCESS;
@@ -449,7 +453,8 @@ static int run_placement(cl_context ctx, cl_device_id dev, cl_program prog, relo
             fprintf(stderr, "  OpenCL error %d\n", err);
             return setup_failed("a queue or a kernel");
         }
-        if (relo_stream_create(rd, w->queue, &w->stream) != RELO_OK) return setup_failed("relo_stream_create");
+        if (relo_stream_create(rd, w->queue, &w->stream) != RELO_OK)
+            return setup_failed("relo_stream_create");
         /* Completion callbacks hold addresses into the launch array: size
          * it for the whole run so it never moves. */
         w->launch_cap = steps * (LAUNCHES_PER_STEP + 1);
@@ -479,7 +484,8 @@ static int run_placement(cl_context ctx, cl_device_id dev, cl_program prog, relo
         spans[i] = calloc((size_t)cap, sizeof *spans[i]);
         if (!spans[i]) return setup_failed("host memory");
         nspans[i] = relo_idle_spans(&ws[i], spans[i], cap);
-        for (int j = 0; j < nspans[i]; j++) res->idle_ms[i] += (double)(spans[i][j].t1 - spans[i][j].t0) * 1e-6;
+        for (int j = 0; j < nspans[i]; j++)
+            res->idle_ms[i] += (double)(spans[i][j].t1 - spans[i][j].t0) * 1e-6;
     }
     printf("  relocations (one row per relo call that relocated):\n");
     printf("    %-6s %-4s %-8s %9s %11s %13s %10s %8s %11s %14s\n", "thread", "step", "call", "call ms",
@@ -501,14 +507,15 @@ static int run_placement(cl_context ctx, cl_device_id dev, cl_program prog, relo
             res->copy_ms += copy_ms;
             /* The call's name: its expression without "relo_" and the arguments. */
             int name_len = (int)strcspn(c->what + 5, "(");
-            printf("    %-6d %-4d %-8.*s %9.2f %11.2f %13.2f %10.2f %8.2f %11llu %+14.2f\n", i, c->step, name_len,
-                   c->what + 5, ms, c->own_idle_ms, c->other_idle_ms, (double)c->bytes_moved / (double)MIB,
-                   copy_ms, (unsigned long long)c->pages_released, (double)c->reserved_delta / (double)MIB);
+            printf("    %-6d %-4d %-8.*s %9.2f %11.2f %13.2f %10.2f %8.2f %11llu %+14.2f\n", i, c->step,
+                   name_len, c->what + 5, ms, c->own_idle_ms, c->other_idle_ms,
+                   (double)c->bytes_moved / (double)MIB, copy_ms, (unsigned long long)c->pages_released,
+                   (double)c->reserved_delta / (double)MIB);
         }
     }
     if (verbose) {
-        printf("  steps (queue idle because of relo, ms):\n    %-4s %10s %10s %10s %10s\n", "step", "q0 step ms",
-               "q0 idle", "q1 step ms", "q1 idle");
+        printf("  steps (queue idle because of relo, ms):\n    %-4s %10s %10s %10s %10s\n", "step",
+               "q0 step ms", "q0 idle", "q1 step ms", "q1 idle");
         for (int s = 0; s < steps; s++) {
             double idle[2] = {0, 0}, len[2];
             for (int i = 0; i < 2; i++) {
@@ -519,15 +526,17 @@ static int run_placement(cl_context ctx, cl_device_id dev, cl_program prog, relo
             printf("    %-4d %10.2f %10.3f %10.2f %10.3f\n", s, len[0], idle[0], len[1], idle[1]);
         }
     }
-    printf("  relocating queue's idle per relocation: %.2f ms; its copies take %.2f ms (%.0f MiB at %.2f GB/s); "
-           "idle / copy time %.2f\n",
-           res->relocations ? res->relocating_idle_ms / (double)res->relocations : 0.0,
-           res->relocations ? res->copy_ms / (double)res->relocations : 0.0, (double)res->bytes_moved / (double)MIB,
-           rate * 1e-6, res->copy_ms > 0 ? res->relocating_idle_ms / res->copy_ms : 0.0);
+    printf(
+        "  relocating queue's idle per relocation: %.2f ms; its copies take %.2f ms (%.0f MiB at %.2f GB/s); "
+        "idle / copy time %.2f\n",
+        res->relocations ? res->relocating_idle_ms / (double)res->relocations : 0.0,
+        res->relocations ? res->copy_ms / (double)res->relocations : 0.0,
+        (double)res->bytes_moved / (double)MIB, rate * 1e-6,
+        res->copy_ms > 0 ? res->relocating_idle_ms / res->copy_ms : 0.0);
     for (int i = 0; i < 2; i++) {
         double wall = (double)(ws[i].step_t[steps] - ws[i].step_t[0]) * 1e-6;
-        printf("  queue %d: %d kernels in %.1f ms; idle because of relo %.2f ms (%.1f%%)\n", i, ws[i].launch_count,
-               wall, res->idle_ms[i], wall > 0 ? 100.0 * res->idle_ms[i] / wall : 0.0);
+        printf("  queue %d: %d kernels in %.1f ms; idle because of relo %.2f ms (%.1f%%)\n", i,
+               ws[i].launch_count, wall, res->idle_ms[i], wall > 0 ? 100.0 * res->idle_ms[i] / wall : 0.0);
     }
 
     /* Every allocation's bytes against the shadow. */
@@ -545,11 +554,12 @@ static int run_placement(cl_context ctx, cl_device_id dev, cl_program prog, relo
     }
     relo_stats st;
     relo_device_stats(rd, &st);
-    printf("  %llu allocations checked, %llu wrong; device: %llu relocations, %.1f MiB moved, %llu pages given "
-           "back, longest pass %.2f ms, longest relo call %.2f ms\n",
-           (unsigned long long)checked, (unsigned long long)bad, (unsigned long long)st.relocations,
-           (double)st.bytes_moved / (double)MIB, (unsigned long long)st.pages_released,
-           (double)st.longest_pass_ns * 1e-6, res->longest_relo_call_ms);
+    printf(
+        "  %llu allocations checked, %llu wrong; device: %llu relocations, %.1f MiB moved, %llu pages given "
+        "back, longest pass %.2f ms, longest relo call %.2f ms\n",
+        (unsigned long long)checked, (unsigned long long)bad, (unsigned long long)st.relocations,
+        (double)st.bytes_moved / (double)MIB, (unsigned long long)st.pages_released,
+        (double)st.longest_pass_ns * 1e-6, res->longest_relo_call_ms);
     if (bad) failed = 1;
     if (st.relocations == 0) printf("  nothing relocated under this placement in this run\n");
     if (relo_device_check(rd) != RELO_OK) failed = 1;
@@ -633,12 +643,17 @@ int main(int argc, char **argv)
         relocations += r[i].relocations;
     }
     if (r[0].relocations && r[0].copy_ms > 0)
-        printf("target, under the default placement the relocating queue idles at most 1.25 x the time its copies "
-               "take: %.2f x, %s\n",
-               r[0].relocating_idle_ms / r[0].copy_ms, r[0].relocating_idle_ms <= 1.25 * r[0].copy_ms ? "met" : "missed");
+        printf(
+            "target, under the default placement the relocating queue idles at most 1.25 x the time its "
+            "copies "
+            "take: %.2f x, %s\n",
+            r[0].relocating_idle_ms / r[0].copy_ms,
+            r[0].relocating_idle_ms <= 1.25 * r[0].copy_ms ? "met" : "missed");
     else
-        printf("target, under the default placement the relocating queue idles at most 1.25 x the time its copies "
-               "take: not measured (nothing relocated under it in this run)\n");
+        printf(
+            "target, under the default placement the relocating queue idles at most 1.25 x the time its "
+            "copies "
+            "take: not measured (nothing relocated under it in this run)\n");
     if (relocations == 0) {
         fprintf(stderr, "nothing relocated under any placement: the workload put no pressure on relo\n");
         failed = 1;

@@ -110,7 +110,10 @@ static int same_place(const relo_binding *a, const relo_binding *b)
     return a->buffer == b->buffer && a->offset == b->offset;
 }
 
-static void fill(unsigned char *bytes, int i) { memset(bytes, 0x40 + i, TENSOR_BYTES); }
+static void fill(unsigned char *bytes, int i)
+{
+    memset(bytes, 0x40 + i, TENSOR_BYTES);
+}
 
 /* One pass, begin to end. Returns the moves it planned (0: nothing left to
  * move), or -1 on an error or a wrong binding after the pass. */
@@ -183,7 +186,9 @@ static int one_pass(relo_device *dev, relo_stream *stream, tensor *t, copy_queue
     }
     printf("pass %d: %u moves planned, %u copied, %u vetoed, %u released -> %s\n", number, n, copied, skipped,
            released,
-           outcome == RELO_PASS_LANDED ? "LANDED" : outcome == RELO_PASS_ABANDONED ? "ABANDONED" : "UNKNOWN");
+           outcome == RELO_PASS_LANDED      ? "LANDED"
+           : outcome == RELO_PASS_ABANDONED ? "ABANDONED"
+                                            : "UNKNOWN");
 
     /* What the handles say now: a move committed only if it was PENDING
      * and the pass LANDED. */
@@ -270,12 +275,13 @@ int main(int argc, char **argv)
     relo_device_stats(dev, &after);
     uint64_t moved = after.allocations_moved - before.allocations_moved;
     uint64_t pages_back = after.pages_released - before.pages_released;
-    printf("%llu tensors moved, %u copies made, %llu abandoned pass(es); %llu pages given back (%llu B): "
-           "%llu pages, %llu B held\n",
-           (unsigned long long)moved, q.copies,
-           (unsigned long long)(after.relocations_abandoned - before.relocations_abandoned),
-           (unsigned long long)pages_back, (unsigned long long)(before.bytes_reserved - after.bytes_reserved),
-           (unsigned long long)after.pages, (unsigned long long)after.bytes_reserved);
+    printf(
+        "%llu tensors moved, %u copies made, %llu abandoned pass(es); %llu pages given back (%llu B): "
+        "%llu pages, %llu B held\n",
+        (unsigned long long)moved, q.copies,
+        (unsigned long long)(after.relocations_abandoned - before.relocations_abandoned),
+        (unsigned long long)pages_back, (unsigned long long)(before.bytes_reserved - after.bytes_reserved),
+        (unsigned long long)after.pages, (unsigned long long)after.bytes_reserved);
 
     int ok = 1;
     for (int i = 0; i < TENSORS; i += 2) {

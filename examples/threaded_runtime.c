@@ -88,7 +88,8 @@ static void *housekeeping(void *arg)
             relo_pass_move mv;
             relo_pass_move_get(pass, i, &mv);
             if (mv.state == RELO_MOVE_PENDING)
-                memcpy((char *)mv.to.buffer + mv.to.offset, (char *)mv.from.buffer + mv.from.offset, mv.from.size);
+                memcpy((char *)mv.to.buffer + mv.to.offset, (char *)mv.from.buffer + mv.from.offset,
+                       mv.from.size);
         }
         relo_pass_end(pass, RELO_PASS_LANDED);
     }
@@ -142,10 +143,11 @@ int main(void)
     }
     relo_stats st;
     relo_device_stats(device, &st);
-    printf("%d kernels on %d buffers from %d threads; %llu allocations moved while they ran, %llu in all; "
-           "%d wrong bytes; %d open passes checked, %d found corrupt\n",
-           LAUNCHERS * KERNELS, LAUNCHERS * BUFFERS, LAUNCHERS, (unsigned long long)during.allocations_moved,
-           (unsigned long long)st.allocations_moved, bad, atomic_load(&passes_checked), atomic_load(&corrupt));
+    printf(
+        "%d kernels on %d buffers from %d threads; %llu allocations moved while they ran, %llu in all; "
+        "%d wrong bytes; %d open passes checked, %d found corrupt\n",
+        LAUNCHERS * KERNELS, LAUNCHERS * BUFFERS, LAUNCHERS, (unsigned long long)during.allocations_moved,
+        (unsigned long long)st.allocations_moved, bad, atomic_load(&passes_checked), atomic_load(&corrupt));
     relo_device_destroy(device);
     return bad || atomic_load(&corrupt) || st.allocations_moved == 0 ? 1 : 0;
 }

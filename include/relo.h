@@ -145,29 +145,29 @@ typedef struct relo_handle {
  * The one status list: X(name, value, sentence). relo_status_name and
  * relo_status_string are generated from it, so the three cannot drift.
  */
-#define RELO_STATUS_LIST(X)                                                    \
-    X(RELO_OK, 0, "success")                                                   \
-    X(RELO_ERR_INVALID_ARGUMENT, 1, "an argument is NULL, out of range or inconsistent") \
-    X(RELO_ERR_HOST_MEMORY, 2, "relo could not allocate host memory for its own bookkeeping") \
-    X(RELO_ERR_OUT_OF_MEMORY, 3, "the device refused to allocate memory") \
+#define RELO_STATUS_LIST(X)                                                                        \
+    X(RELO_OK, 0, "success")                                                                       \
+    X(RELO_ERR_INVALID_ARGUMENT, 1, "an argument is NULL, out of range or inconsistent")           \
+    X(RELO_ERR_HOST_MEMORY, 2, "relo could not allocate host memory for its own bookkeeping")      \
+    X(RELO_ERR_OUT_OF_MEMORY, 3, "the device refused to allocate memory")                          \
     X(RELO_ERR_BUFFER_TOO_BIG, 4, "the request is larger than the largest page the device allows") \
-    X(RELO_ERR_PAGE_SIZES_EXHAUSTED, 5, "every page-size slot of the arena is taken") \
-    X(RELO_ERR_PAGE_UPDATE_FORBIDDEN, 6, "a recording stream may not add or release pages") \
-    X(RELO_ERR_NOT_FOUND, 7, "the handle is stale, released, or was never valid") \
-    X(RELO_ERR_RECORDING, 8, "refused while a stream records a graph") \
-    X(RELO_ERR_CAPTURE_STATE, 9, "the capture call does not fit the stream's capture state") \
-    X(RELO_ERR_BUSY, 10, "the object still holds live allocations or pages in use") \
-    X(RELO_ERR_BACKEND, 11, "the device backend reported an error") \
-    X(RELO_ERR_UNSUPPORTED, 12, "the backend does not support this operation") \
-    X(RELO_ERR_OUT_OF_RANGE, 13, "the byte range lies outside the allocation") \
-    X(RELO_ERR_CORRUPT, 14, "an internal invariant does not hold")            \
+    X(RELO_ERR_PAGE_SIZES_EXHAUSTED, 5, "every page-size slot of the arena is taken")              \
+    X(RELO_ERR_PAGE_UPDATE_FORBIDDEN, 6, "a recording stream may not add or release pages")        \
+    X(RELO_ERR_NOT_FOUND, 7, "the handle is stale, released, or was never valid")                  \
+    X(RELO_ERR_RECORDING, 8, "refused while a stream records a graph")                             \
+    X(RELO_ERR_CAPTURE_STATE, 9, "the capture call does not fit the stream's capture state")       \
+    X(RELO_ERR_BUSY, 10, "the object still holds live allocations or pages in use")                \
+    X(RELO_ERR_BACKEND, 11, "the device backend reported an error")                                \
+    X(RELO_ERR_UNSUPPORTED, 12, "the backend does not support this operation")                     \
+    X(RELO_ERR_OUT_OF_RANGE, 13, "the byte range lies outside the allocation")                     \
+    X(RELO_ERR_CORRUPT, 14, "an internal invariant does not hold")                                 \
     X(RELO_ERR_HANDLES_EXHAUSTED, 15, "no handle value is left to hand out (see relo_handle)")
 
 typedef enum relo_status {
 #define RELO_X_(name, value, text) name = value,
     RELO_STATUS_LIST(RELO_X_)
 #undef RELO_X_
-    RELO_STATUS_COUNT
+        RELO_STATUS_COUNT
 } relo_status;
 
 /** The enumerator's name ("RELO_ERR_NOT_FOUND"); "RELO_STATUS_UNKNOWN" for
@@ -198,8 +198,8 @@ RELO_API const char *relo_status_string(relo_status status);
  * - EXCLUSIVE gives each allocation a page of its own, reused whole in 24
  *   buckets of sizes spaced evenly in log scale; nothing ever moves.
  */
-#define RELO_PLACEMENT_LIST(X)                                                 \
-    X(RELO_PLACEMENT_DEFAULT, 0, "the default: PACKED")                       \
+#define RELO_PLACEMENT_LIST(X)                                                              \
+    X(RELO_PLACEMENT_DEFAULT, 0, "the default: PACKED")                                     \
     X(RELO_PLACEMENT_PACKED, 1, "carved like a caching allocator; live allocations packed") \
     X(RELO_PLACEMENT_ADAPTIVE, 2, "page sizes follow the workload; outdated pages emptied") \
     X(RELO_PLACEMENT_EXCLUSIVE, 3, "one allocation per page, reused whole; nothing moves")
@@ -208,13 +208,13 @@ typedef enum relo_placement {
 #define RELO_X_(name, value, text) name = value,
     RELO_PLACEMENT_LIST(RELO_X_)
 #undef RELO_X_
-    RELO_PLACEMENT_COUNT
+        RELO_PLACEMENT_COUNT
 } relo_placement;
 
 /** Whether relo moves live allocations on its own. */
 typedef enum relo_relocation {
-    RELO_RELOCATION_AUTO = 0,  /**< on pressure, full arena, capture, reclaim */
-    RELO_RELOCATION_OFF,       /**< never: allocations stay where born */
+    RELO_RELOCATION_AUTO = 0, /**< on pressure, full arena, capture, reclaim */
+    RELO_RELOCATION_OFF,      /**< never: allocations stay where born */
     RELO_RELOCATION_COUNT
 } relo_relocation;
 
@@ -273,21 +273,21 @@ typedef enum relo_page_free {
  * this version's size (the caller was compiled against this very header).
  */
 typedef struct relo_device_desc {
-    uint32_t size;               /**< sizeof(relo_device_desc) as the caller compiled it, or 0
+    uint32_t size;              /**< sizeof(relo_device_desc) as the caller compiled it, or 0
                                       for this version's size: later versions add fields at
                                       the end and read only what a smaller desc holds */
-    relo_placement placement;    /**< 0 = RELO_PLACEMENT_DEFAULT, i.e. PACKED (docs/placement.md) */
-    relo_relocation relocation;  /**< default RELO_RELOCATION_AUTO */
-    uint64_t capacity;           /**< device bytes; 0 = what the backend reports (maybe unknown) */
-    uint64_t pass_max_bytes;     /**< bytes one relocation or compaction pass plans to move (a
+    relo_placement placement;   /**< 0 = RELO_PLACEMENT_DEFAULT, i.e. PACKED (docs/placement.md) */
+    relo_relocation relocation; /**< default RELO_RELOCATION_AUTO */
+    uint64_t capacity;          /**< device bytes; 0 = what the backend reports (maybe unknown) */
+    uint64_t pass_max_bytes;    /**< bytes one relocation or compaction pass plans to move (a
                                       pass always moves at least one page); 0 = no bound, so
                                       that a reclaim waits for the device once */
-    uint64_t pass_max_ns;        /**< time one pass may spend planning; 0 = no bound */
-    relo_log_fn log;             /**< log sink; NULL = silent */
-    void *log_user;              /**< passed to log */
-    uint64_t cache_limit;        /**< bytes of empty pages kept cached beyond the live bytes
+    uint64_t pass_max_ns;       /**< time one pass may spend planning; 0 = no bound */
+    relo_log_fn log;            /**< log sink; NULL = silent */
+    void *log_user;             /**< passed to log */
+    uint64_t cache_limit;       /**< bytes of empty pages kept cached beyond the live bytes
                                       (see below); 0 = RELO_CACHE_LIMIT_DEFAULT */
-    relo_page_free page_free;    /**< default RELO_PAGE_FREE_INLINE */
+    relo_page_free page_free;   /**< default RELO_PAGE_FREE_INLINE */
 } relo_device_desc;
 
 /*
@@ -394,8 +394,7 @@ RELO_API relo_status relo_device_desc_get(relo_device *device, relo_device_desc 
  * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT, RELO_ERR_HOST_MEMORY,
  * RELO_ERR_BACKEND (the backend refused the queue).
  */
-RELO_API relo_status relo_stream_create(relo_device *device, void *backend_stream,
-                                        relo_stream **out);
+RELO_API relo_status relo_stream_create(relo_device *device, void *backend_stream, relo_stream **out);
 
 /**
  * A stream's finish: blocks until every piece of work the runtime enqueued
@@ -472,10 +471,10 @@ RELO_API relo_status relo_release(relo_device *device, relo_handle handle);
 
 /** Where an allocation's bytes are right now. */
 typedef struct relo_binding {
-    void *buffer;      /**< the backend buffer (cl_mem, host block, ...) */
-    uint64_t offset;   /**< byte offset of the allocation in buffer */
-    uint64_t size;     /**< requested size */
-    uint64_t address;  /**< device address of the first byte; 0 if the backend has none */
+    void *buffer;     /**< the backend buffer (cl_mem, host block, ...) */
+    uint64_t offset;  /**< byte offset of the allocation in buffer */
+    uint64_t size;    /**< requested size */
+    uint64_t address; /**< device address of the first byte; 0 if the backend has none */
 } relo_binding;
 
 /**
@@ -534,12 +533,12 @@ RELO_API relo_status relo_unpin(relo_device *device, relo_handle handle);
  * written), RELO_ERR_UNSUPPORTED (the backend holds no bytes),
  * RELO_ERR_BACKEND.
  */
-RELO_API relo_status relo_write(relo_device *device, relo_handle handle, uint64_t offset,
-                                const void *data, uint64_t n);
+RELO_API relo_status relo_write(relo_device *device, relo_handle handle, uint64_t offset, const void *data,
+                                uint64_t n);
 
 /** Copies n bytes of the allocation at offset into data; as relo_write. */
-RELO_API relo_status relo_read(relo_device *device, relo_handle handle, uint64_t offset,
-                               void *data, uint64_t n);
+RELO_API relo_status relo_read(relo_device *device, relo_handle handle, uint64_t offset, void *data,
+                               uint64_t n);
 
 /* ------------------------------------------------------------------------ */
 /* Modes                                                                    */
@@ -547,9 +546,9 @@ RELO_API relo_status relo_read(relo_device *device, relo_handle handle, uint64_t
 
 /** Where a stream's reservations go while a mode window is open. */
 typedef enum relo_mode {
-    RELO_MODE_AUTO = 0,    /**< dynamic memory (the placement); the mode with no window open */
-    RELO_MODE_PERSISTENT,  /**< exact-size slices, each its own buffer, kept until cleanup */
-    RELO_MODE_DEDICATED,   /**< one buffer per allocation, returned at the next cleanup */
+    RELO_MODE_AUTO = 0,   /**< dynamic memory (the placement); the mode with no window open */
+    RELO_MODE_PERSISTENT, /**< exact-size slices, each its own buffer, kept until cleanup */
+    RELO_MODE_DEDICATED,  /**< one buffer per allocation, returned at the next cleanup */
     RELO_MODE_COUNT
 } relo_mode;
 
@@ -652,22 +651,22 @@ RELO_API relo_status relo_trim(relo_device *device, uint64_t keep, uint64_t *rel
 
 /** Bounds and scope of a pass; zero = default. */
 typedef struct relo_pass_desc {
-    relo_stream *stream;  /**< only this stream's memory; NULL = every stream */
-    uint64_t max_bytes;   /**< bytes planned; 0 = no bound (a pass plans at least one page) */
-    uint32_t max_moves;   /**< moves planned; 0 = no bound (at least one page's moves) */
+    relo_stream *stream; /**< only this stream's memory; NULL = every stream */
+    uint64_t max_bytes;  /**< bytes planned; 0 = no bound (a pass plans at least one page) */
+    uint32_t max_moves;  /**< moves planned; 0 = no bound (at least one page's moves) */
 } relo_pass_desc;
 
 /** A move's state while its pass is open. */
-#define RELO_MOVE_STATE_LIST(X)                                                \
-    X(RELO_MOVE_PENDING, 0, "will commit if its copy landed")                 \
-    X(RELO_MOVE_SKIPPED, 1, "vetoed: the allocation stays where it is")       \
+#define RELO_MOVE_STATE_LIST(X)                                         \
+    X(RELO_MOVE_PENDING, 0, "will commit if its copy landed")           \
+    X(RELO_MOVE_SKIPPED, 1, "vetoed: the allocation stays where it is") \
     X(RELO_MOVE_RELEASED, 2, "the allocation was released; nothing to copy")
 
 typedef enum relo_move_state {
 #define RELO_X_(name, value, text) name = value,
     RELO_MOVE_STATE_LIST(RELO_X_)
 #undef RELO_X_
-    RELO_MOVE_STATE_COUNT
+        RELO_MOVE_STATE_COUNT
 } relo_move_state;
 
 /** "RELO_MOVE_SKIPPED" etc.; never NULL; thread-safe. */
@@ -675,18 +674,18 @@ RELO_API const char *relo_move_state_name(relo_move_state state);
 
 /** One planned move. */
 typedef struct relo_pass_move {
-    relo_handle handle;    /**< the allocation (stale once RELEASED) */
-    relo_stream *stream;   /**< the stream it was reserved on */
-    relo_binding from;     /**< where its bytes are */
-    relo_binding to;       /**< where they go; from.size bytes */
+    relo_handle handle;  /**< the allocation (stale once RELEASED) */
+    relo_stream *stream; /**< the stream it was reserved on */
+    relo_binding from;   /**< where its bytes are */
+    relo_binding to;     /**< where they go; from.size bytes */
     relo_move_state state;
 } relo_pass_move;
 
 /** How the runtime's copies ended, told to relo_pass_end. */
 typedef enum relo_pass_outcome {
-    RELO_PASS_LANDED = 0,  /**< every move not skipped was copied and the copies are done */
-    RELO_PASS_ABANDONED,   /**< nothing was copied, or no copy still runs: keep the sources */
-    RELO_PASS_UNKNOWN,     /**< copies may still run: never reuse either side */
+    RELO_PASS_LANDED = 0, /**< every move not skipped was copied and the copies are done */
+    RELO_PASS_ABANDONED,  /**< nothing was copied, or no copy still runs: keep the sources */
+    RELO_PASS_UNKNOWN,    /**< copies may still run: never reuse either side */
     RELO_PASS_OUTCOME_COUNT
 } relo_pass_outcome;
 
@@ -793,35 +792,35 @@ RELO_API void relo_graph_destroy(relo_graph *graph);
  * The stats fields, one list: X(name, description). It generates the
  * struct, the text printer and the JSON emitter.
  */
-#define RELO_STATS_LIST(X)                                                     \
-    X(allocations, "live allocations")                                         \
-    X(bytes_in_use, "sum of requested sizes of live allocations")              \
-    X(bytes_padding, "alignment padding of live allocations")                  \
-    X(bytes_reserved, "bytes of pages held")                                   \
-    X(peak_bytes_reserved, "highest bytes_reserved seen")                      \
-    X(pages, "pages held")                                                     \
-    X(outdated_pages, "pages held by outdated pools")                          \
-    X(bytes_outdated, "bytes of pages held by outdated pools")                 \
-    X(guarded_pages, "pages a sealed graph guards")                            \
-    X(relocations, "relocations that moved at least one allocation")           \
-    X(relocations_abandoned, "relocations abandoned: every source kept")       \
-    X(allocations_moved, "allocations moved by relocation")                    \
-    X(bytes_moved, "bytes copied by relocation")                               \
-    X(bytes_leaked, "bytes never reused after a copy whose outcome is unknown") \
+#define RELO_STATS_LIST(X)                                                               \
+    X(allocations, "live allocations")                                                   \
+    X(bytes_in_use, "sum of requested sizes of live allocations")                        \
+    X(bytes_padding, "alignment padding of live allocations")                            \
+    X(bytes_reserved, "bytes of pages held")                                             \
+    X(peak_bytes_reserved, "highest bytes_reserved seen")                                \
+    X(pages, "pages held")                                                               \
+    X(outdated_pages, "pages held by outdated pools")                                    \
+    X(bytes_outdated, "bytes of pages held by outdated pools")                           \
+    X(guarded_pages, "pages a sealed graph guards")                                      \
+    X(relocations, "relocations that moved at least one allocation")                     \
+    X(relocations_abandoned, "relocations abandoned: every source kept")                 \
+    X(allocations_moved, "allocations moved by relocation")                              \
+    X(bytes_moved, "bytes copied by relocation")                                         \
+    X(bytes_leaked, "bytes never reused after a copy whose outcome is unknown")          \
     X(longest_pass_ns, "longest relocation or compaction pass, planning to commit (ns)") \
-    X(pages_released, "pages given back to the backend")                       \
-    X(backend_allocs, "buffers the backend allocated")                         \
-    X(backend_frees, "buffers given back to the backend")                      \
-    X(peak_bytes_in_use, "highest bytes_in_use seen")                          \
-    X(allocations_total, "allocations ever made (relo_reserve calls that succeeded)") \
-    X(bytes_allocated_total, "requested bytes of every allocation ever made")  \
-    X(frees_total, "allocations freed (their last owner released them)")       \
+    X(pages_released, "pages given back to the backend")                                 \
+    X(backend_allocs, "buffers the backend allocated")                                   \
+    X(backend_frees, "buffers given back to the backend")                                \
+    X(peak_bytes_in_use, "highest bytes_in_use seen")                                    \
+    X(allocations_total, "allocations ever made (relo_reserve calls that succeeded)")    \
+    X(bytes_allocated_total, "requested bytes of every allocation ever made")            \
+    X(frees_total, "allocations freed (their last owner released them)")                 \
     X(bytes_freed_total, "requested bytes of every allocation freed")
 
 /** Counters of a stream or a whole device (the sum of its streams). */
 typedef struct relo_stats {
-    uint32_t size;     /**< sizeof(relo_stats), filled by the call */
-    uint32_t version;  /**< RELO_STATS_VERSION, filled by the call */
+    uint32_t size;    /**< sizeof(relo_stats), filled by the call */
+    uint32_t version; /**< RELO_STATS_VERSION, filled by the call */
 #define RELO_X_(name, text) uint64_t name;
     RELO_STATS_LIST(RELO_X_)
 #undef RELO_X_

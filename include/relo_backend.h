@@ -41,10 +41,10 @@ extern "C" {
 
 /** What the device allows; the core branches on these, never on the API. */
 typedef struct relo_backend_props {
-    uint64_t alignment;      /**< every slice offset is a multiple; ≥ 1 */
-    uint64_t max_page_size;  /**< largest buffer the device allocates; ≥ alignment */
-    uint64_t capacity;       /**< device bytes; 0 = unknown */
-    uint64_t granule;        /**< the device charges each buffer its size rounded up to a
+    uint64_t alignment;     /**< every slice offset is a multiple; ≥ 1 */
+    uint64_t max_page_size; /**< largest buffer the device allocates; ≥ alignment */
+    uint64_t capacity;      /**< device bytes; 0 = unknown */
+    uint64_t granule;       /**< the device charges each buffer its size rounded up to a
                                   multiple of this (2 MiB for cudaMalloc); 0 or 1 = bytes. The
                                   core sizes pages in multiples of it where it chooses sizes */
 } relo_backend_props;
@@ -95,8 +95,8 @@ typedef struct relo_backend_ops {
      * an allocation down its own page in pieces no longer than the slide.
      * Returns RELO_OK or an error: the copy was not enqueued.
      */
-    relo_status (*copy)(void *ctx, void *src, uint64_t src_offset, void *dst,
-                        uint64_t dst_offset, uint64_t n);
+    relo_status (*copy)(void *ctx, void *src, uint64_t src_offset, void *dst, uint64_t dst_offset,
+                        uint64_t n);
 
     /**
      * Blocks until every copy enqueued since the last call is done. RELO_OK
@@ -124,8 +124,7 @@ typedef struct relo_backend_ops {
  * Returns RELO_OK, RELO_ERR_INVALID_ARGUMENT, RELO_ERR_HOST_MEMORY.
  */
 RELO_API relo_status relo_backend_create(const relo_backend_ops *ops, void *ctx,
-                                         const relo_backend_props *props,
-                                         relo_backend **out);
+                                         const relo_backend_props *props, relo_backend **out);
 
 /** Destroys a backend no device has taken (calls ops->destroy). NULL is a
  *  no-op. */
@@ -140,17 +139,17 @@ RELO_API relo_status relo_backend_props_get(const relo_backend *backend, relo_ba
 
 /** Configuration of the host and simulated backends; zero = default. */
 typedef struct relo_host_desc {
-    uint64_t capacity;            /**< bytes lent before refusing; 0 = unlimited (reported unknown) */
-    uint64_t alignment;           /**< 0 = 64 */
-    uint64_t max_page_size;       /**< 0 = 1 GiB */
-    uint64_t refuse_alloc_above;  /**< refuse any buffer larger than this; 0 = never */
-    uint64_t refuse_alloc_after;  /**< refuse every alloc after this many; 0 = never */
-    bool refuse_copies;           /**< every copy is refused */
-    bool fail_wait_copies;        /**< wait_copies fails, outcome unknown */
-    bool fail_wait_device;        /**< wait_device fails */
-    uint64_t refuse_copy_after;   /**< refuse every copy after this many; 0 = never */
-    bool no_free_fill;            /**< host: freed buffers skip the 0xDD fill (benchmarks) */
-    uint64_t granule;             /**< each buffer takes its size rounded up to a multiple of this
+    uint64_t capacity;           /**< bytes lent before refusing; 0 = unlimited (reported unknown) */
+    uint64_t alignment;          /**< 0 = 64 */
+    uint64_t max_page_size;      /**< 0 = 1 GiB */
+    uint64_t refuse_alloc_above; /**< refuse any buffer larger than this; 0 = never */
+    uint64_t refuse_alloc_after; /**< refuse every alloc after this many; 0 = never */
+    bool refuse_copies;          /**< every copy is refused */
+    bool fail_wait_copies;       /**< wait_copies fails, outcome unknown */
+    bool fail_wait_device;       /**< wait_device fails */
+    uint64_t refuse_copy_after;  /**< refuse every copy after this many; 0 = never */
+    bool no_free_fill;           /**< host: freed buffers skip the 0xDD fill (benchmarks) */
+    uint64_t granule;            /**< each buffer takes its size rounded up to a multiple of this
                                        from the capacity, as a GPU driver charges; 0 = the
                                        default: 2 MiB for sim (what cudaMalloc rounds to), 1 for
                                        host; 1 = plain bytes (the sim's charge before it had a
@@ -164,7 +163,7 @@ typedef struct relo_host_counts {
     uint64_t copies;
     uint64_t wait_device;
     uint64_t wait_copies;
-    uint64_t bytes_held;   /**< bytes of buffers currently allocated, each rounded up to the granule
+    uint64_t bytes_held; /**< bytes of buffers currently allocated, each rounded up to the granule
                                 (what counts against the capacity) */
     uint64_t flushes;
 } relo_host_counts;

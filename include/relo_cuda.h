@@ -80,8 +80,8 @@ extern "C" {
  * RELO_ERR_BACKEND (a driver call failed, e.g. cuInit was not called).
  * Thread-safe: it touches only the objects given.
  */
-RELO_API relo_status relo_backend_cuda_create(CUcontext context, CUdevice device,
-                                              CUstream copy_stream, relo_backend **out);
+RELO_API relo_status relo_backend_cuda_create(CUcontext context, CUdevice device, CUstream copy_stream,
+                                              relo_backend **out);
 
 /**
  * Writes to *out the CUresult of the last driver call of this backend that

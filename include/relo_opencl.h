@@ -71,8 +71,7 @@ extern "C" {
  * Thread-safe: it touches only the objects given.
  */
 RELO_API relo_status relo_backend_opencl_create(cl_context context, cl_device_id device,
-                                                cl_command_queue copy_queue,
-                                                relo_backend **out);
+                                                cl_command_queue copy_queue, relo_backend **out);
 
 /**
  * Writes to *out the OpenCL error code of the last call of this backend

@@ -104,7 +104,7 @@ typedef struct relo_vulkan_desc {
     /** Submits on the runtime's queue under its lock; used instead of
      *  queue when non-NULL. */
     relo_vulkan_submit_fn submit;
-    void *submit_user;                /**< passed to submit */
+    void *submit_user; /**< passed to submit */
     /** The device was created with the bufferDeviceAddress feature: pages
      *  get device addresses and bindings carry them. */
     bool buffer_device_address;
@@ -118,7 +118,7 @@ typedef struct relo_vulkan_desc {
      *  relo's may destroy the device there. May be NULL. Also called when
      *  relo_backend_vulkan_create fails after checking its arguments. */
     void (*release)(void *user);
-    void *release_user;               /**< passed to release */
+    void *release_user; /**< passed to release */
 } relo_vulkan_desc;
 
 /**
@@ -162,8 +162,7 @@ RELO_API relo_status relo_backend_vulkan_create(const relo_vulkan_desc *desc, re
  * kind); RELO_ERR_NOT_FOUND (vs is not registered with this backend).
  * Thread-safe: any thread, any time, without relo's device lock.
  */
-RELO_API relo_status relo_backend_vulkan_stream_submitted(relo_backend *backend,
-                                                          const relo_vulkan_stream *vs,
+RELO_API relo_status relo_backend_vulkan_stream_submitted(relo_backend *backend, const relo_vulkan_stream *vs,
                                                           uint64_t value);
 
 /**

@@ -135,8 +135,10 @@ bool baseline_fit_search(baseline_kind k, const trace *t, uint64_t upper, baseli
             out->status = s;
             return false;
         }
-        if (s == BASELINE_COMPLETED) hi = mid;
-        else lo = out->failed_below = mid;
+        if (s == BASELINE_COMPLETED)
+            hi = mid;
+        else
+            lo = out->failed_below = mid;
     }
     out->found = true;
     out->capacity = hi;

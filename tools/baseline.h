@@ -18,16 +18,16 @@
 #include "trace.h"
 
 typedef enum baseline_kind {
-    BASELINE_PYTORCH = 0,           /**< PyTorch's caching allocator, default settings */
-    BASELINE_PYTORCH_EXPANDABLE,    /**< the same with expandable_segments:True */
+    BASELINE_PYTORCH = 0,        /**< PyTorch's caching allocator, default settings */
+    BASELINE_PYTORCH_EXPANDABLE, /**< the same with expandable_segments:True */
     BASELINE_KIND_COUNT
 } baseline_kind;
 
 /** How a baseline replay ended. */
 typedef enum baseline_status {
     BASELINE_COMPLETED = 0,
-    BASELINE_OUT_OF_MEMORY,         /**< the capacity refused a request */
-    BASELINE_FAILED,                /**< host memory ran out, or a model limit */
+    BASELINE_OUT_OF_MEMORY, /**< the capacity refused a request */
+    BASELINE_FAILED,        /**< host memory ran out, or a model limit */
     BASELINE_STATUS_COUNT
 } baseline_status;
 
@@ -42,19 +42,19 @@ bool baseline_kind_parse(const char *name, baseline_kind *out);
 
 typedef struct baseline_run {
     baseline_kind kind;
-    uint64_t capacity;          /**< 0 = unlimited */
+    uint64_t capacity; /**< 0 = unlimited */
     baseline_status status;
-    uint64_t failed_event;      /**< 0-based; when status != COMPLETED */
+    uint64_t failed_event; /**< 0-based; when status != COMPLETED */
     uint64_t events_done;
     uint64_t peak_live;
     uint64_t peak_reserved;
-    uint64_t device_allocs;     /**< buffers (expandable: pages) the model took from the device */
-    uint64_t device_frees;      /**< ... and gave back */
-    double live_event_sum;      /**< live bytes summed over events (memory-time product) */
-    double reserved_event_sum;  /**< reserved bytes summed over events */
-    uint64_t end_live;          /**< live bytes after the last event done */
-    uint64_t end_reserved;      /**< reserved bytes after it */
-    sampler samples;            /**< live and reserved; empty unless asked for */
+    uint64_t device_allocs;    /**< buffers (expandable: pages) the model took from the device */
+    uint64_t device_frees;     /**< ... and gave back */
+    double live_event_sum;     /**< live bytes summed over events (memory-time product) */
+    double reserved_event_sum; /**< reserved bytes summed over events */
+    uint64_t end_live;         /**< live bytes after the last event done */
+    uint64_t end_reserved;     /**< reserved bytes after it */
+    sampler samples;           /**< live and reserved; empty unless asked for */
 } baseline_run;
 
 /**
@@ -71,10 +71,10 @@ void baseline_run_free(baseline_run *r);
 
 typedef struct baseline_fit {
     bool found;
-    uint64_t capacity;          /**< smallest capacity seen to complete */
-    uint64_t failed_below;      /**< largest capacity seen to run out (0 = none) */
+    uint64_t capacity;     /**< smallest capacity seen to complete */
+    uint64_t failed_below; /**< largest capacity seen to run out (0 = none) */
     unsigned replays;
-    baseline_status status;     /**< COMPLETED when found; else what stopped the search */
+    baseline_status status; /**< COMPLETED when found; else what stopped the search */
 } baseline_fit;
 
 /**
@@ -88,8 +88,8 @@ bool baseline_fit_search(baseline_kind k, const trace *t, uint64_t upper, baseli
 /** Everything relo-replay reports for one baseline on one trace. */
 typedef struct baseline_measure {
     baseline_kind kind;
-    baseline_run run;           /**< the replay at the reported capacity, with its timeline */
-    bool fitted;                /**< a fit search was asked for */
+    baseline_run run; /**< the replay at the reported capacity, with its timeline */
+    bool fitted;      /**< a fit search was asked for */
     baseline_fit fit;
 } baseline_measure;
 

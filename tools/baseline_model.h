@@ -20,8 +20,8 @@
 /** What one model step did. */
 typedef enum baseline_step {
     BASELINE_STEP_OK = 0,
-    BASELINE_STEP_OUT_OF_MEMORY,    /**< the device capacity refused the request */
-    BASELINE_STEP_FAILED,           /**< host memory ran out, or a model limit was hit */
+    BASELINE_STEP_OUT_OF_MEMORY, /**< the device capacity refused the request */
+    BASELINE_STEP_FAILED,        /**< host memory ran out, or a model limit was hit */
     BASELINE_STEP_COUNT
 } baseline_step;
 

@@ -15,10 +15,10 @@
 
 /** relo's figures for the first row of the comparison table. */
 typedef struct baseline_relo_row {
-    bool ok;                    /**< relo's reported replay completed */
+    bool ok; /**< relo's reported replay completed */
     uint64_t peak_live;
     uint64_t peak_reserved;
-    bool fitted;                /**< --fit was asked for */
+    bool fitted; /**< --fit was asked for */
     bool fit_found;
     uint64_t fit_capacity;
 } baseline_relo_row;

@@ -103,8 +103,10 @@ bool fit_search(const trace *t, const replay_config *cfg, uint64_t upper_hint, f
         uint64_t mid = lo + (hi - lo) / grain / 2 * grain;
         v = try_capacity(t, cfg, mid, out->replays + halvings(lo, hi, grain), out);
         if (v < 0) goto done;
-        if (v == 1) hi = mid;
-        else lo = mid;
+        if (v == 1)
+            hi = mid;
+        else
+            lo = mid;
     }
     out->found = true;
     out->capacity = hi;

@@ -29,11 +29,11 @@
 
 typedef struct fit_result {
     bool found;
-    uint64_t capacity;       /**< smallest capacity seen to complete */
-    uint64_t failed_below;   /**< largest capacity seen to run out (0 = none) */
+    uint64_t capacity;     /**< smallest capacity seen to complete */
+    uint64_t failed_below; /**< largest capacity seen to run out (0 = none) */
     unsigned replays;
     uint64_t elapsed_ns;
-    relo_status status;      /**< RELO_OK, or the failure that stopped the search */
+    relo_status status; /**< RELO_OK, or the failure that stopped the search */
     char error[320];
 } fit_result;
 

@@ -58,7 +58,10 @@ double hold_bound_fit_floor(const hold_bound *b)
     return ((double)b->peak_live + (over ? (double)(b->granule - over) : 0.0)) / (double)b->peak_live;
 }
 
-double hold_bound_time_floor(const hold_bound *b) { return b->live_sum > 0 ? b->rounded_sum / b->live_sum : 0.0; }
+double hold_bound_time_floor(const hold_bound *b)
+{
+    return b->live_sum > 0 ? b->rounded_sum / b->live_sum : 0.0;
+}
 
 /* One more allocation: next[e] = the least sum of held bytes over blocks
  * 0..e-1 with one rise more than prev allows. The last rise is at some

@@ -36,12 +36,12 @@
 
 /** A trace reduced to what the floor needs. Zero-initialise before use. */
 typedef struct hold_bound {
-    double *least;          /**< per block: the least live bytes in it, rounded up to the granule */
-    double *weight;         /**< per block: events in it */
+    double *least;  /**< per block: the least live bytes in it, rounded up to the granule */
+    double *weight; /**< per block: events in it */
     size_t blocks;
     size_t events_per_block;
-    double live_sum;        /**< live bytes summed over events (exact, no blocks) */
-    double rounded_sum;     /**< the same rounded up to the granule, event by event (exact) */
+    double live_sum;    /**< live bytes summed over events (exact, no blocks) */
+    double rounded_sum; /**< the same rounded up to the granule, event by event (exact) */
     uint64_t peak_live;
     uint64_t granule;
 } hold_bound;
@@ -64,9 +64,9 @@ double hold_bound_time_floor(const hold_bound *b);
 
 /** What hold_bound_search found. */
 typedef struct hold_bound_result {
-    double floor_at_allocs;     /**< least time-avg ratio with at most `allocs` allocations: the
+    double floor_at_allocs; /**< least time-avg ratio with at most `allocs` allocations: the
                                      higher of the blocks' floor and hold_bound_time_floor */
-    uint64_t fewest_allocs;     /**< fewest allocations whose floor is <= target; 0 = none: the
+    uint64_t fewest_allocs; /**< fewest allocations whose floor is <= target; 0 = none: the
                                      exact floor is above target, or the blocks' floor stays above
                                      it with one allocation per block */
 } hold_bound_result;

@@ -129,8 +129,10 @@ static void log_relocation(html_record *r, const replay_view *v)
         html_move m = {e->alloc, r->page_of[e->alloc], page, r->offset_of[e->alloc], offset, size};
         x->moves_seen++;
         if (x->move_count < HTML_MAX_MOVES_PER_RELOCATION) {
-            if (!push_move(r, &m)) r->failed = true;
-            else x->move_count++;
+            if (!push_move(r, &m))
+                r->failed = true;
+            else
+                x->move_count++;
         }
         r->page_of[e->alloc] = page;
         r->offset_of[e->alloc] = offset;
@@ -200,11 +202,12 @@ static void after_event(void *ctx, const replay_view *v)
         planned = planned || r->planned[r->planned_next] == v->event;
         r->planned_next++;
     }
-    if (relocated && r->relocation_count <= RELOCATION_SNAPSHOTS) snapshot(r, v, "relocation");
+    if (relocated && r->relocation_count <= RELOCATION_SNAPSHOTS)
+        snapshot(r, v, "relocation");
     else if (planned)
         snapshot(r, v,
-                 v->event == r->peak_event                 ? "live peak"
-                 : v->event == 0                           ? "start"
-                 : v->event + 1 == v->t->event_count       ? "end"
-                                                           : "");
+                 v->event == r->peak_event           ? "live peak"
+                 : v->event == 0                     ? "start"
+                 : v->event + 1 == v->t->event_count ? "end"
+                                                     : "");
 }

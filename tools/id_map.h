@@ -16,10 +16,10 @@
 typedef struct id_map {
     uint64_t *keys;
     uint64_t *values;
-    uint8_t *state;     /* 0 empty, 1 full, 2 deleted */
-    size_t capacity;    /* a power of two, or 0 before the first insert */
-    size_t count;       /* full entries */
-    size_t used;        /* full and deleted entries: what probing walks over */
+    uint8_t *state;  /* 0 empty, 1 full, 2 deleted */
+    size_t capacity; /* a power of two, or 0 before the first insert */
+    size_t count;    /* full entries */
+    size_t used;     /* full and deleted entries: what probing walks over */
 } id_map;
 
 /** Makes an empty map (no allocation until the first put). */

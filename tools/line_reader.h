@@ -31,15 +31,15 @@ typedef struct line_reader {
     char chunk[16384];
     size_t chunk_len;
     size_t chunk_pos;
-    char *line;          /* the current line, NUL-terminated, owned */
+    char *line; /* the current line, NUL-terminated, owned */
     size_t line_len;
     size_t line_cap;
-    uint64_t line_no;    /* 1-based number of the current line */
-    uint64_t bytes;      /* bytes read from the source so far */
+    uint64_t line_no; /* 1-based number of the current line */
+    uint64_t bytes;   /* bytes read from the source so far */
     bool at_end;
-    bool pushed_back;    /* the next call returns the current line again */
-    bool failed;         /* an error happened: every later call repeats it */
-    char error[256];     /* set when next returns -1 */
+    bool pushed_back; /* the next call returns the current line again */
+    bool failed;      /* an error happened: every later call repeats it */
+    char error[256];  /* set when next returns -1 */
 } line_reader;
 
 /** Prepares r to read from (read, ctx). Allocates nothing. */

@@ -124,21 +124,24 @@ static bool table_options_ok(const options *o)
 {
     bool any_baseline = false;
     for (int k = 0; k < BASELINE_KIND_COUNT; k++) any_baseline = any_baseline || o->baselines[k];
-    const char *clash = o->fit || o->capacity ? "--fit and --capacity"
-                        : o->sweep ? "--sweep"
+    const char *clash = o->fit || o->capacity                    ? "--fit and --capacity"
+                        : o->sweep                               ? "--sweep"
                         : o->placement != RELO_PLACEMENT_DEFAULT ? "--placement"
-                        : o->relocation != RELO_RELOCATION_AUTO ? "--no-relocation"
-                        : any_baseline ? "--baseline"
-                        : o->json || o->svg || o->html ? "--json, --svg and --html"
-                        : NULL;
+                        : o->relocation != RELO_RELOCATION_AUTO  ? "--no-relocation"
+                        : any_baseline                           ? "--baseline"
+                        : o->json || o->svg || o->html           ? "--json, --svg and --html"
+                                                                 : NULL;
     if (clash) {
-        fprintf(stderr, "relo-replay: --table runs the replays it reports itself (both placements, both\n"
-                        "  PyTorch models, each fitted); leave out %s\n", clash);
+        fprintf(stderr,
+                "relo-replay: --table runs the replays it reports itself (both placements, both\n"
+                "  PyTorch models, each fitted); leave out %s\n",
+                clash);
         return false;
     }
     if (o->backend == REPLAY_BACKEND_OPENCL || o->backend == REPLAY_BACKEND_VULKAN) {
-        fprintf(stderr, "relo-replay: --table fits every trace, which needs a backend that lends a chosen\n"
-                        "  capacity (sim or host)\n");
+        fprintf(stderr,
+                "relo-replay: --table fits every trace, which needs a backend that lends a chosen\n"
+                "  capacity (sim or host)\n");
         return false;
     }
     return true;
@@ -224,10 +227,9 @@ options_result options_parse(int argc, char **argv, options *o)
         memcpy(name, arg, n);
         name[n] = '\0';
         if (eq) value = eq + 1;
-        static const char *const with_value[] = {"--backend", "--capacity", "--placement",
-                                                 "--format", "--svg", "--baseline", "--html", "--max-events",
-                                                 "--granule", "--sweep", "--cache-limit",
-                                                 "--table"};
+        static const char *const with_value[] = {"--backend", "--capacity", "--placement",   "--format",
+                                                 "--svg",     "--baseline", "--html",        "--max-events",
+                                                 "--granule", "--sweep",    "--cache-limit", "--table"};
         bool wants = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             if (strcmp(name, with_value[k]) == 0) wants = true;
@@ -263,8 +265,10 @@ options_result options_parse(int argc, char **argv, options *o)
             }
         } else if (strcmp(name, "--granule") == 0) {
             if (!units_parse_bytes(value, &o->granule) || o->granule == 0) {
-                fprintf(stderr, "relo-replay: invalid value '%s' for --granule (expected a size above 0,\n"
-                                "  such as 2M or 64K; 1 charges plain bytes)\n", value);
+                fprintf(stderr,
+                        "relo-replay: invalid value '%s' for --granule (expected a size above 0,\n"
+                        "  such as 2M or 64K; 1 charges plain bytes)\n",
+                        value);
                 return OPTIONS_EXIT_USAGE;
             }
         } else if (strcmp(name, "--cache-limit") == 0) {
@@ -273,23 +277,29 @@ options_result options_parse(int argc, char **argv, options *o)
             } else if (strcmp(value, "never") == 0) {
                 o->cache_limit = RELO_CACHE_LIMIT_NEVER;
             } else if (!units_parse_bytes(value, &o->cache_limit) || o->cache_limit == 0) {
-                fprintf(stderr, "relo-replay: invalid value '%s' for --cache-limit (expected proportional,\n"
-                                "  never, or a byte count above 0 such as 64M; 1 keeps no empty page)\n", value);
+                fprintf(stderr,
+                        "relo-replay: invalid value '%s' for --cache-limit (expected proportional,\n"
+                        "  never, or a byte count above 0 such as 64M; 1 keeps no empty page)\n",
+                        value);
                 return OPTIONS_EXIT_USAGE;
             }
         } else if (strcmp(name, "--sweep") == 0) {
             if (!parse_sweep(value, o)) {
-                fprintf(stderr, "relo-replay: invalid value '%s' for --sweep (expected FROM:TO:STEP, each a\n"
-                                "  multiple of peak live such as 1.01 or 0.25%%, TO at least FROM; FROM may\n"
-                                "  be 'fit', as in fit:1.5:0.25%%)\n", value);
+                fprintf(stderr,
+                        "relo-replay: invalid value '%s' for --sweep (expected FROM:TO:STEP, each a\n"
+                        "  multiple of peak live such as 1.01 or 0.25%%, TO at least FROM; FROM may\n"
+                        "  be 'fit', as in fit:1.5:0.25%%)\n",
+                        value);
                 return OPTIONS_EXIT_USAGE;
             }
             /* From a ratio the count is known now; from the fit capacity,
              * sweep_run refuses it once the fit is known. */
             double replays = o->sweep_from_fit ? 0.0 : (o->sweep_to - o->sweep_from) / o->sweep_step + 1.0;
             if (replays > (double)SWEEP_MAX_REPLAYS) {
-                fprintf(stderr, "relo-replay: --sweep %s asks for %.3g replays, more than the %u a sweep\n"
-                                "  runs (a larger STEP or a narrower range)\n", value, replays, SWEEP_MAX_REPLAYS);
+                fprintf(stderr,
+                        "relo-replay: --sweep %s asks for %.3g replays, more than the %u a sweep\n"
+                        "  runs (a larger STEP or a narrower range)\n",
+                        value, replays, SWEEP_MAX_REPLAYS);
                 return OPTIONS_EXIT_USAGE;
             }
             o->sweep = true;
@@ -307,7 +317,8 @@ options_result options_parse(int argc, char **argv, options *o)
         } else if (strcmp(name, "--baseline") == 0) {
             baseline_kind b;
             if (!baseline_kind_parse(value, &b)) {
-                fprintf(stderr, "relo-replay: invalid value '%s' for --baseline (pytorch or pytorch-expandable)\n",
+                fprintf(stderr,
+                        "relo-replay: invalid value '%s' for --baseline (pytorch or pytorch-expandable)\n",
                         value);
                 return OPTIONS_EXIT_USAGE;
             }
@@ -322,8 +333,10 @@ options_result options_parse(int argc, char **argv, options *o)
             o->html = value;
         } else if (strcmp(name, "--max-events") == 0) {
             if (!units_parse_count(value, &o->max_events) || o->max_events == 0) {
-                fprintf(stderr, "relo-replay: invalid value '%s' for --max-events (expected a count above 0,\n"
-                                "  such as 500000000)\n", value);
+                fprintf(stderr,
+                        "relo-replay: invalid value '%s' for --max-events (expected a count above 0,\n"
+                        "  such as 500000000)\n",
+                        value);
                 return OPTIONS_EXIT_USAGE;
             }
         } else if (strcmp(name, "--version") == 0) {
@@ -351,8 +364,10 @@ options_result options_parse(int argc, char **argv, options *o)
         return OPTIONS_EXIT_USAGE;
     }
     if (o->verify_full && !replay_backend_has_bytes(o->backend)) {
-        fprintf(stderr, "relo-replay: --verify-full checks bytes, and the %s backend holds none\n"
-                        "  (use --backend host, opencl or vulkan)\n", replay_backend_name(o->backend));
+        fprintf(stderr,
+                "relo-replay: --verify-full checks bytes, and the %s backend holds none\n"
+                "  (use --backend host, opencl or vulkan)\n",
+                replay_backend_name(o->backend));
         return OPTIONS_EXIT_USAGE;
     }
     if (o->table != OPTIONS_TABLE_NONE && !table_options_ok(o)) return OPTIONS_EXIT_USAGE;
@@ -360,8 +375,10 @@ options_result options_parse(int argc, char **argv, options *o)
         fprintf(stderr, "relo-replay: --sweep chooses the capacities itself; leave out --capacity\n");
         return OPTIONS_EXIT_USAGE;
     }
-    if ((o->fit || o->sweep) && (o->backend == REPLAY_BACKEND_OPENCL || o->backend == REPLAY_BACKEND_VULKAN)) {
-        fprintf(stderr, "relo-replay: --fit and --sweep need a backend that lends a chosen capacity (sim or host)\n");
+    if ((o->fit || o->sweep) &&
+        (o->backend == REPLAY_BACKEND_OPENCL || o->backend == REPLAY_BACKEND_VULKAN)) {
+        fprintf(stderr,
+                "relo-replay: --fit and --sweep need a backend that lends a chosen capacity (sim or host)\n");
         return OPTIONS_EXIT_USAGE;
     }
     return OPTIONS_RUN;

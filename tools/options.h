@@ -15,37 +15,37 @@
 
 /** --table: one summary row per trace instead of each trace's report. */
 typedef enum options_table {
-    OPTIONS_TABLE_NONE = 0,     /**< no table: each trace's report */
-    OPTIONS_TABLE_TEXT,         /**< aligned columns for a terminal */
-    OPTIONS_TABLE_MD,           /**< a Markdown table */
-    OPTIONS_TABLE_JSON,         /**< one JSON object */
+    OPTIONS_TABLE_NONE = 0, /**< no table: each trace's report */
+    OPTIONS_TABLE_TEXT,     /**< aligned columns for a terminal */
+    OPTIONS_TABLE_MD,       /**< a Markdown table */
+    OPTIONS_TABLE_JSON,     /**< one JSON object */
     OPTIONS_TABLE_COUNT
 } options_table;
 
 typedef struct options {
     replay_backend_kind backend;
     trace_format format;
-    uint64_t capacity;          /**< 0 = unlimited */
-    bool capacity_auto;         /**< --capacity auto: replay at the fit capacity */
-    uint64_t granule;           /**< --granule: the backend charges buffers in these; 1 = bytes */
+    uint64_t capacity;  /**< 0 = unlimited */
+    bool capacity_auto; /**< --capacity auto: replay at the fit capacity */
+    uint64_t granule;   /**< --granule: the backend charges buffers in these; 1 = bytes */
     bool fit;
-    bool sweep;                 /**< --sweep: replay at every step of a capacity range */
-    bool sweep_from_fit;        /**< the range starts at the fit capacity (implies fit) */
-    double sweep_from;          /**< else at this × peak live */
-    double sweep_to;            /**< ... and ends at this × peak live */
-    double sweep_step;          /**< ... by steps of this × peak live */
-    relo_placement placement;   /**< --placement; RELO_PLACEMENT_DEFAULT when not given */
+    bool sweep;               /**< --sweep: replay at every step of a capacity range */
+    bool sweep_from_fit;      /**< the range starts at the fit capacity (implies fit) */
+    double sweep_from;        /**< else at this × peak live */
+    double sweep_to;          /**< ... and ends at this × peak live */
+    double sweep_step;        /**< ... by steps of this × peak live */
+    relo_placement placement; /**< --placement; RELO_PLACEMENT_DEFAULT when not given */
     relo_relocation relocation;
-    uint64_t cache_limit;       /**< --cache-limit: relo_device_desc.cache_limit; 0 = default */
+    uint64_t cache_limit; /**< --cache-limit: relo_device_desc.cache_limit; 0 = default */
     bool json;
     bool quiet;
     bool verify_full;
-    uint64_t max_events;        /**< --max-events; 0 = the reader's default */
+    uint64_t max_events; /**< --max-events; 0 = the reader's default */
     const char *svg;
-    const char *html;           /**< --html: the interactive report's file */
+    const char *html;                    /**< --html: the interactive report's file */
     bool baselines[BASELINE_KIND_COUNT]; /**< --baseline: models replayed beside relo */
-    options_table table;        /**< --table: the summary table (tools/table.h) */
-    char **traces;              /**< points into argv */
+    options_table table;                 /**< --table: the summary table (tools/table.h) */
+    char **traces;                       /**< points into argv */
     int trace_count;
 } options;
 

@@ -19,8 +19,10 @@ parse_result parse_u64_dec(const char *s, size_t n, uint64_t *out)
         unsigned char c = (unsigned char)s[i];
         if (c < '0' || c > '9') return PARSE_NOT_NUMBER;
         unsigned d = c - '0';
-        if (v > (UINT64_MAX - d) / 10) overflow = true;
-        else v = v * 10 + d;
+        if (v > (UINT64_MAX - d) / 10)
+            overflow = true;
+        else
+            v = v * 10 + d;
     }
     if (overflow) return PARSE_OVERFLOW;
     *out = v;

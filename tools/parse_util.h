@@ -12,9 +12,9 @@
 /** How a number failed to parse. */
 typedef enum parse_result {
     PARSE_OK = 0,
-    PARSE_EMPTY,        /**< no characters */
-    PARSE_NOT_NUMBER,   /**< a character that is not a digit */
-    PARSE_OVERFLOW,     /**< more than 64 bits */
+    PARSE_EMPTY,      /**< no characters */
+    PARSE_NOT_NUMBER, /**< a character that is not a digit */
+    PARSE_OVERFLOW,   /**< more than 64 bits */
     PARSE_RESULT_COUNT
 } parse_result;
 

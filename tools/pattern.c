@@ -25,8 +25,8 @@ static void fill(uint8_t *buf, uint64_t id, uint64_t offset, uint64_t n)
 }
 
 /* Calls fn on each window [offset, offset + n) the mode covers. */
-typedef relo_status (*window_fn)(relo_device *, relo_handle, uint64_t id, uint64_t offset,
-                                 uint64_t n, uint64_t *bad);
+typedef relo_status (*window_fn)(relo_device *, relo_handle, uint64_t id, uint64_t offset, uint64_t n,
+                                 uint64_t *bad);
 
 static relo_status each_window(relo_device *d, relo_handle h, uint64_t id, uint64_t size, bool full,
                                window_fn fn, uint64_t *bad)
@@ -46,8 +46,8 @@ static relo_status each_window(relo_device *d, relo_handle h, uint64_t id, uint6
     return st;
 }
 
-static relo_status write_window(relo_device *d, relo_handle h, uint64_t id, uint64_t offset,
-                                uint64_t n, uint64_t *bad)
+static relo_status write_window(relo_device *d, relo_handle h, uint64_t id, uint64_t offset, uint64_t n,
+                                uint64_t *bad)
 {
     (void)bad;
     uint8_t buf[CHUNK];
@@ -55,8 +55,8 @@ static relo_status write_window(relo_device *d, relo_handle h, uint64_t id, uint
     return relo_write(d, h, offset, buf, n);
 }
 
-static relo_status check_window(relo_device *d, relo_handle h, uint64_t id, uint64_t offset,
-                                uint64_t n, uint64_t *bad)
+static relo_status check_window(relo_device *d, relo_handle h, uint64_t id, uint64_t offset, uint64_t n,
+                                uint64_t *bad)
 {
     uint8_t got[CHUNK], want[CHUNK];
     relo_status st = relo_read(d, h, offset, got, n);
@@ -72,15 +72,14 @@ static relo_status check_window(relo_device *d, relo_handle h, uint64_t id, uint
     return RELO_ERR_CORRUPT;
 }
 
-relo_status pattern_write(relo_device *device, relo_handle handle, uint64_t id, uint64_t size,
-                          bool full)
+relo_status pattern_write(relo_device *device, relo_handle handle, uint64_t id, uint64_t size, bool full)
 {
     uint64_t unused = 0;
     return each_window(device, handle, id, size, full, write_window, &unused);
 }
 
-relo_status pattern_check(relo_device *device, relo_handle handle, uint64_t id, uint64_t size,
-                          bool full, uint64_t *bad_offset)
+relo_status pattern_check(relo_device *device, relo_handle handle, uint64_t id, uint64_t size, bool full,
+                          uint64_t *bad_offset)
 {
     return each_window(device, handle, id, size, full, check_window, bad_offset);
 }

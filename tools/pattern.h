@@ -20,15 +20,14 @@
  * Writes the pattern of id into the allocation (size bytes) with relo_write.
  * Returns RELO_OK or the first failing status.
  */
-relo_status pattern_write(relo_device *device, relo_handle handle, uint64_t id, uint64_t size,
-                          bool full);
+relo_status pattern_write(relo_device *device, relo_handle handle, uint64_t id, uint64_t size, bool full);
 
 /**
  * Reads the allocation back with relo_read and compares. Returns RELO_OK,
  * RELO_ERR_CORRUPT on a mismatch (the first differing offset goes to
  * *bad_offset), or relo_read's status.
  */
-relo_status pattern_check(relo_device *device, relo_handle handle, uint64_t id, uint64_t size,
-                          bool full, uint64_t *bad_offset);
+relo_status pattern_check(relo_device *device, relo_handle handle, uint64_t id, uint64_t size, bool full,
+                          uint64_t *bad_offset);
 
 #endif /* RELO_TOOLS_PATTERN_H */

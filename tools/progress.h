@@ -12,9 +12,9 @@
 typedef struct progress {
     bool enabled;
     uint64_t total;
-    uint64_t next;       /* the count at which the bar is redrawn */
+    uint64_t next; /* the count at which the bar is redrawn */
     char label[96];
-    unsigned columns;    /* the terminal's width at progress_begin */
+    unsigned columns; /* the terminal's width at progress_begin */
     bool drawn;
 } progress;
 

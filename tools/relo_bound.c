@@ -26,20 +26,21 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: relo-bound [--granule BYTES] [--allocs N|pytorch] [--time-avg R] [--blocks N] TRACE...\n"
-          "  --granule BYTES   what the device charges each buffer in (default 2M)\n"
-          "  --allocs N        device allocations allowed (default pytorch: as many as\n"
-          "                    the PyTorch caching allocator model takes, unlimited device)\n"
-          "  --time-avg R      the time-averaged held / live to find the fewest\n"
-          "                    allocations for (default 1.10)\n"
-          "  --blocks N        events are grouped in at most N blocks (default 4096);\n"
-          "                    fewer are faster and give lower, still valid, floors\n",
-          f);
+    fputs(
+        "usage: relo-bound [--granule BYTES] [--allocs N|pytorch] [--time-avg R] [--blocks N] TRACE...\n"
+        "  --granule BYTES   what the device charges each buffer in (default 2M)\n"
+        "  --allocs N        device allocations allowed (default pytorch: as many as\n"
+        "                    the PyTorch caching allocator model takes, unlimited device)\n"
+        "  --time-avg R      the time-averaged held / live to find the fewest\n"
+        "                    allocations for (default 1.10)\n"
+        "  --blocks N        events are grouped in at most N blocks (default 4096);\n"
+        "                    fewer are faster and give lower, still valid, floors\n",
+        f);
 }
 
 typedef struct bound_options {
     uint64_t granule;
-    uint64_t allocs;        /* 0 = the PyTorch model's count */
+    uint64_t allocs; /* 0 = the PyTorch model's count */
     double target;
     uint64_t blocks;
 } bound_options;
@@ -121,10 +122,11 @@ static bool bound_one(const char *path, const bound_options *o)
               hold_bound_search(&b, allocs, o->target, &r);
     if (ok) {
         double per_1k = 1000.0 / (double)t.event_count;
-        printf("%-28s fit floor %.4f  time-avg floor %.4f  with <= %llu allocs (%.2f per 1,000 events): %.4f  "
-               "fewest allocs for <= %.2f: ",
-               t.name, hold_bound_fit_floor(&b), hold_bound_time_floor(&b), (unsigned long long)allocs,
-               (double)allocs * per_1k, r.floor_at_allocs, o->target);
+        printf(
+            "%-28s fit floor %.4f  time-avg floor %.4f  with <= %llu allocs (%.2f per 1,000 events): %.4f  "
+            "fewest allocs for <= %.2f: ",
+            t.name, hold_bound_fit_floor(&b), hold_bound_time_floor(&b), (unsigned long long)allocs,
+            (double)allocs * per_1k, r.floor_at_allocs, o->target);
         if (r.fewest_allocs)
             printf("%llu (%.2f per 1,000 events)\n", (unsigned long long)r.fewest_allocs,
                    (double)r.fewest_allocs * per_1k);

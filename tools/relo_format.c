@@ -73,8 +73,7 @@ static bool parse_comment(relo_parser *p, const char *line, size_t n)
     parse_field key = {s, key_n};
     trace *t = p->t;
     if (parse_field_is(key, "peak_live_bytes")) {
-        if (!header_number(p, "header peak_live_bytes", v, vn, &t->header_peak_live_bytes))
-            return false;
+        if (!header_number(p, "header peak_live_bytes", v, vn, &t->header_peak_live_bytes)) return false;
         t->header_peak_known = true;
     } else if (parse_field_is(key, "events")) {
         if (!header_number(p, "header events", v, vn, &t->header_events)) return false;
@@ -101,9 +100,13 @@ static bool parse_id(relo_parser *p, parse_field f, uint64_t *id)
 static bool parse_alloc(relo_parser *p, const parse_field *f, size_t count)
 {
     uint64_t line = p->r->line_no;
-    if (count < 2) return trace_fail(p->err, p->name, line, "allocation without an id (expected 'a ID SIZE [STREAM]')");
-    if (count < 3) return trace_fail(p->err, p->name, line, "allocation without a size (expected 'a ID SIZE [STREAM]')");
-    if (count > 4) return trace_fail(p->err, p->name, line, "too many fields for an allocation (expected 'a ID SIZE [STREAM]')");
+    if (count < 2)
+        return trace_fail(p->err, p->name, line, "allocation without an id (expected 'a ID SIZE [STREAM]')");
+    if (count < 3)
+        return trace_fail(p->err, p->name, line, "allocation without a size (expected 'a ID SIZE [STREAM]')");
+    if (count > 4)
+        return trace_fail(p->err, p->name, line,
+                          "too many fields for an allocation (expected 'a ID SIZE [STREAM]')");
     uint64_t id, size, stream = 0;
     if (!parse_id(p, f[1], &id)) return false;
     parse_result pr = parse_u64_dec(f[2].s, f[2].n, &size);
@@ -161,8 +164,7 @@ static bool parse_free(relo_parser *p, const parse_field *f, size_t count)
 
 static bool parse_line(relo_parser *p, const char *line, size_t n)
 {
-    if (memchr(line, '\0', n))
-        return trace_fail(p->err, p->name, p->r->line_no, "line contains a NUL byte");
+    if (memchr(line, '\0', n)) return trace_fail(p->err, p->name, p->r->line_no, "line contains a NUL byte");
     size_t i = 0;
     while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
     if (i == n) return true; /* blank lines are allowed */
@@ -176,10 +178,12 @@ static bool parse_line(relo_parser *p, const char *line, size_t n)
     if (memchr(line + i, ',', n - i))
         return trace_fail(p->err, p->name, p->r->line_no,
                           "unknown event '%s' (expected 'a' or 'f'): this line has commas, an RMM log? "
-                          "try --format rmm", q);
+                          "try --format rmm",
+                          q);
     return trace_fail(p->err, p->name, p->r->line_no,
                       "unknown event '%s' (expected 'a' or 'f'): an RMM log needs --format rmm, a "
-                      "PyTorch snapshot relo-torch-snapshot-to-trace first", q);
+                      "PyTorch snapshot relo-torch-snapshot-to-trace first",
+                      q);
 }
 
 bool trace_parse_relo(line_reader *r, const char *name, trace *t, trace_error *err)

@@ -44,8 +44,10 @@ static void svg_path_for(const char *file, const char *name, int many, int same,
     const char *slash = strrchr(file, '/');
     const char *dot = strrchr(file, '.');
     if (!dot || (slash && dot < slash)) dot = file + strlen(file);
-    if (same > 0) snprintf(out, cap, "%.*s-%s-%d%s", (int)(dot - file), file, name, same + 1, dot);
-    else snprintf(out, cap, "%.*s-%s%s", (int)(dot - file), file, name, dot);
+    if (same > 0)
+        snprintf(out, cap, "%.*s-%s-%d%s", (int)(dot - file), file, name, same + 1, dot);
+    else
+        snprintf(out, cap, "%.*s-%s%s", (int)(dot - file), file, name, dot);
 }
 
 /* How many of the traces before index i have the name trace i has. */
@@ -103,15 +105,17 @@ static bool write_html(const options *o, const trace *t, int same, const report 
     char file[4096];
     svg_path_for(o->html, t->name, o->trace_count > 1, same, file, sizeof file);
     bool ok = html_write(file, rep, rec);
-    if (!ok) perror(file);
-    else if (!o->quiet && !o->json) printf("  %-26s %s\n", "interactive report", file);
+    if (!ok)
+        perror(file);
+    else if (!o->quiet && !o->json)
+        printf("  %-26s %s\n", "interactive report", file);
     return ok;
 }
 
 /* The sweep's range in bytes: multiples of peak live, from the fit
  * capacity when asked. Returns false (with a sentence) when it has none. */
-static bool sweep_range(const options *o, const trace *t, const fit_result *fit, uint64_t *from,
-                        uint64_t *to, uint64_t *step, char *msg, size_t cap)
+static bool sweep_range(const options *o, const trace *t, const fit_result *fit, uint64_t *from, uint64_t *to,
+                        uint64_t *step, char *msg, size_t cap)
 {
     double peak = (double)(t->peak_live_bytes ? t->peak_live_bytes : 1);
     if (o->sweep_from_fit) {
@@ -211,8 +215,16 @@ static int replay_one(const options *o, const char *path, const trace *t, int sa
     baseline_measure baselines[BASELINE_KIND_COUNT];
     bool baseline_failed;
     int baseline_count = run_baselines(o, path, t, reported_capacity, baselines, &baseline_failed);
-    report rep = {path, t, o, reported_capacity, &main_run, o->fit ? &fit : NULL, o->sweep ? &sweep : NULL,
-                  (double)(replay_now_ns() - start) / 1e9, baselines, baseline_count,
+    report rep = {path,
+                  t,
+                  o,
+                  reported_capacity,
+                  &main_run,
+                  o->fit ? &fit : NULL,
+                  o->sweep ? &sweep : NULL,
+                  (double)(replay_now_ns() - start) / 1e9,
+                  baselines,
+                  baseline_count,
                   have_fit_run ? &fit_run : (o->fit && fit.found ? &main_run : NULL)};
     if (o->json) {
         if (!*first_json) fputs(",\n", stdout);
@@ -233,8 +245,7 @@ static int replay_one(const options *o, const char *path, const trace *t, int sa
         status = EXIT_REPLAY_FAILED;
     }
     if (o->sweep && !swept) {
-        if (sweep.status != RELO_OK)
-            fprintf(stderr, "%s: sweep stopped: %s\n", path, sweep.error);
+        if (sweep.status != RELO_OK) fprintf(stderr, "%s: sweep stopped: %s\n", path, sweep.error);
         for (unsigned i = 0; i < sweep.failed && i < SWEEP_MAX_NAMED; i++)
             fprintf(stderr, "%s: out of memory at capacity %llu (%.4f x peak live)\n", path,
                     (unsigned long long)sweep.failed_at[i],
@@ -254,8 +265,7 @@ static int replay_one(const options *o, const char *path, const trace *t, int sa
         }
     }
     if (have_rec) {
-        if (!write_html(o, t, same, &rep, &rec) && status < EXIT_OUTPUT)
-            status = EXIT_OUTPUT;
+        if (!write_html(o, t, same, &rep, &rec) && status < EXIT_OUTPUT) status = EXIT_OUTPUT;
         html_record_free(&rec);
     }
     if (baseline_failed && status < EXIT_REPLAY_FAILED) status = EXIT_REPLAY_FAILED;
@@ -292,7 +302,8 @@ static int run_table(const options *o)
         if (!table_measure(&t, path, &cfg, &row)) {
             for (int k = 0; k < TABLE_RUN_COUNT; k++)
                 if (row.runs[k].error[0])
-                    fprintf(stderr, "%s: %s: %s\n", path, table_run_kind_name((table_run_kind)k), row.runs[k].error);
+                    fprintf(stderr, "%s: %s: %s\n", path, table_run_kind_name((table_run_kind)k),
+                            row.runs[k].error);
             if (status < EXIT_REPLAY_FAILED) status = EXIT_REPLAY_FAILED;
         }
         table_write_row(stdout, o, &row, rows++);
@@ -318,7 +329,8 @@ int main(int argc, char **argv)
     if (o.table != OPTIONS_TABLE_NONE) return run_table(&o);
     int status = 0;
     bool first_json = true;
-    if (o.json) fputs("{\"tool\":\"relo-replay\",\"version\":\"" RELO_VERSION_STRING "\",\"traces\":[\n", stdout);
+    if (o.json)
+        fputs("{\"tool\":\"relo-replay\",\"version\":\"" RELO_VERSION_STRING "\",\"traces\":[\n", stdout);
     for (int i = 0; i < o.trace_count; i++) {
         trace t;
         trace_error err;

@@ -36,11 +36,11 @@ typedef struct replay_state {
     replay_result *out;
     relo_device *device;
     relo_stream **streams;
-    relo_handle *handles;       /* by allocation number; id 0 = not live */
-    uint64_t *latencies;        /* reserve times, when recording */
+    relo_handle *handles; /* by allocation number; id 0 = not live */
+    uint64_t *latencies;  /* reserve times, when recording */
     size_t latency_count;
-    size_t *live_list;          /* host: the allocating event of each live allocation */
-    uint32_t *live_pos;         /* host: index of each in live_list */
+    size_t *live_list;  /* host: the allocating event of each live allocation */
+    uint32_t *live_pos; /* host: index of each in live_list */
     size_t live_count;
 } replay_state;
 
@@ -90,8 +90,7 @@ static bool setup(replay_state *s)
     if (!s->streams || !s->handles) return failf(s, RELO_ERR_HOST_MEMORY, 0, "out of host memory");
     for (uint32_t i = 0; i < t->stream_count; i++) {
         st = relo_stream_create(s->device, NULL, &s->streams[i]);
-        if (st != RELO_OK)
-            return failf(s, st, 0, "relo_stream_create: %s", relo_status_string(st));
+        if (st != RELO_OK) return failf(s, st, 0, "relo_stream_create: %s", relo_status_string(st));
     }
     if (cfg->record) {
         s->latencies = malloc((t->alloc_count ? t->alloc_count : 1) * sizeof *s->latencies);

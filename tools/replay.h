@@ -20,12 +20,12 @@
 
 /** What an observer sees after each event of a recording replay. */
 typedef struct replay_view {
-    uint64_t event;             /**< 0-based index of the event just done */
+    uint64_t event; /**< 0-based index of the event just done */
     const trace *t;
     relo_device *device;
-    relo_stream *const *streams;    /**< by dense stream index */
-    const relo_handle *handles;     /**< by allocation number; id 0 = not live */
-    const relo_stats *stats;        /**< device stats after the event */
+    relo_stream *const *streams; /**< by dense stream index */
+    const relo_handle *handles;  /**< by allocation number; id 0 = not live */
+    const relo_stats *stats;     /**< device stats after the event */
 } replay_view;
 
 /** Watches a recording replay (the HTML report's page maps and relocations). */
@@ -37,38 +37,38 @@ typedef struct replay_observer {
 
 typedef struct replay_config {
     replay_backend_kind backend;
-    uint64_t capacity;          /**< backend and device capacity; 0 = unlimited */
-    uint64_t granule;           /**< sim, host: what the backend charges buffers in; 0 = its default */
-    relo_placement placement;   /**< relo_device_desc.placement; 0 = relo's default */
+    uint64_t capacity;        /**< backend and device capacity; 0 = unlimited */
+    uint64_t granule;         /**< sim, host: what the backend charges buffers in; 0 = its default */
+    relo_placement placement; /**< relo_device_desc.placement; 0 = relo's default */
     relo_relocation relocation;
-    uint64_t cache_limit;       /**< relo_device_desc.cache_limit; 0 = relo's default */
-    bool record;                /**< keep samples and latencies (off inside a fit search) */
-    bool verify_full;           /**< host: check every byte, not the sparse windows */
-    progress *progress;         /**< may be NULL */
+    uint64_t cache_limit;            /**< relo_device_desc.cache_limit; 0 = relo's default */
+    bool record;                     /**< keep samples and latencies (off inside a fit search) */
+    bool verify_full;                /**< host: check every byte, not the sparse windows */
+    progress *progress;              /**< may be NULL */
     const replay_observer *observer; /**< may be NULL; called only when record */
 } replay_config;
 
 typedef struct replay_result {
-    relo_status status;         /**< RELO_OK, or what stopped the replay */
-    uint64_t failed_event;      /**< 0-based event index where it stopped */
-    char error[320];            /**< a sentence when status != RELO_OK */
+    relo_status status;    /**< RELO_OK, or what stopped the replay */
+    uint64_t failed_event; /**< 0-based event index where it stopped */
+    char error[320];       /**< a sentence when status != RELO_OK */
     uint64_t events_done;
-    uint64_t peak_live;         /**< highest bytes_in_use seen after an event */
-    uint64_t peak_reserved;     /**< stats.peak_bytes_reserved at the end */
+    uint64_t peak_live;     /**< highest bytes_in_use seen after an event */
+    uint64_t peak_reserved; /**< stats.peak_bytes_reserved at the end */
     uint64_t peak_outdated;
-    uint64_t peak_event;        /**< event of the live peak */
-    double live_event_sum;      /**< when recording: bytes in use summed over events */
-    double reserved_event_sum;  /**< ... bytes reserved summed over events (memory-time product) */
-    uint64_t end_live;          /**< bytes in use after the last event done */
-    uint64_t end_reserved;      /**< bytes reserved then, before teardown */
-    relo_stats stats;           /**< device stats after the last event, before teardown */
-    uint64_t call_ns;           /**< time spent inside relo_reserve / relo_release */
+    uint64_t peak_event;       /**< event of the live peak */
+    double live_event_sum;     /**< when recording: bytes in use summed over events */
+    double reserved_event_sum; /**< ... bytes reserved summed over events (memory-time product) */
+    uint64_t end_live;         /**< bytes in use after the last event done */
+    uint64_t end_reserved;     /**< bytes reserved then, before teardown */
+    relo_stats stats;          /**< device stats after the last event, before teardown */
+    uint64_t call_ns;          /**< time spent inside relo_reserve / relo_release */
     uint64_t reserve_p50_ns;
     uint64_t reserve_p99_ns;
     uint64_t longest_call_ns;
     uint64_t longest_call_event;
-    uint64_t verified;          /**< host: allocations checked */
-    sampler samples;            /**< when record */
+    uint64_t verified; /**< host: allocations checked */
+    sampler samples;   /**< when record */
 } replay_result;
 
 /**

@@ -31,16 +31,14 @@ const char *replay_backend_name(replay_backend_kind kind)
 
 int replay_backend_has_bytes(replay_backend_kind kind)
 {
-    return kind == REPLAY_BACKEND_HOST || kind == REPLAY_BACKEND_OPENCL ||
-           kind == REPLAY_BACKEND_VULKAN;
+    return kind == REPLAY_BACKEND_HOST || kind == REPLAY_BACKEND_OPENCL || kind == REPLAY_BACKEND_VULKAN;
 }
 
 int replay_backend_available(replay_backend_kind kind)
 {
     switch (kind) {
     case REPLAY_BACKEND_SIM:
-    case REPLAY_BACKEND_HOST:
-        return 1;
+    case REPLAY_BACKEND_HOST: return 1;
     case REPLAY_BACKEND_OPENCL:
 #ifdef RELO_HAVE_OPENCL
         return 1;
@@ -53,8 +51,7 @@ int replay_backend_available(replay_backend_kind kind)
 #else
         return 0;
 #endif
-    case REPLAY_BACKEND_KIND_COUNT:
-        break;
+    case REPLAY_BACKEND_KIND_COUNT: break;
     }
     return 0;
 }
@@ -74,8 +71,7 @@ static relo_status opencl_create(relo_backend **out, char *msg, size_t msg_cap)
         cl_device_type type = pass == 0 ? CL_DEVICE_TYPE_GPU : CL_DEVICE_TYPE_ALL;
         for (cl_uint i = 0; i < np && !device; i++) {
             cl_uint nd = 0;
-            if (clGetDeviceIDs(platforms[i], type, 1, &device, &nd) != CL_SUCCESS || nd == 0)
-                device = NULL;
+            if (clGetDeviceIDs(platforms[i], type, 1, &device, &nd) != CL_SUCCESS || nd == 0) device = NULL;
         }
     }
     if (!device) {
@@ -117,8 +113,7 @@ uint64_t replay_backend_max_page(uint64_t max_alloc)
 }
 
 relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, uint64_t granule,
-                                  uint64_t max_alloc,
-                                  relo_backend **out, char *msg, size_t msg_cap)
+                                  uint64_t max_alloc, relo_backend **out, char *msg, size_t msg_cap)
 {
     relo_host_desc desc;
     memset(&desc, 0, sizeof desc);
@@ -127,31 +122,28 @@ relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, u
     desc.max_page_size = replay_backend_max_page(max_alloc);
     relo_status st;
     switch (kind) {
-    case REPLAY_BACKEND_SIM:
-        st = relo_backend_sim_create(&desc, out);
-        break;
-    case REPLAY_BACKEND_HOST:
-        st = relo_backend_host_create(&desc, out);
-        break;
+    case REPLAY_BACKEND_SIM: st = relo_backend_sim_create(&desc, out); break;
+    case REPLAY_BACKEND_HOST: st = relo_backend_host_create(&desc, out); break;
     case REPLAY_BACKEND_OPENCL:
 #ifdef RELO_HAVE_OPENCL
         return opencl_create(out, msg, msg_cap);
 #else
-        snprintf(msg, msg_cap, "this relo-replay was built without OpenCL (no OpenCL headers and loader found)");
+        snprintf(msg, msg_cap,
+                 "this relo-replay was built without OpenCL (no OpenCL headers and loader found)");
         return RELO_ERR_UNSUPPORTED;
 #endif
     case REPLAY_BACKEND_VULKAN:
 #ifdef RELO_HAVE_VULKAN
         return replay_vulkan_create(out, msg, msg_cap);
 #else
-        snprintf(msg, msg_cap, "this relo-replay was built without Vulkan (no Vulkan headers and loader found)");
+        snprintf(msg, msg_cap,
+                 "this relo-replay was built without Vulkan (no Vulkan headers and loader found)");
         return RELO_ERR_UNSUPPORTED;
 #endif
-    default:
-        snprintf(msg, msg_cap, "unknown backend");
-        return RELO_ERR_INVALID_ARGUMENT;
+    default: snprintf(msg, msg_cap, "unknown backend"); return RELO_ERR_INVALID_ARGUMENT;
     }
-    if (st != RELO_OK) snprintf(msg, msg_cap, "creating the %s backend: %s", replay_backend_name(kind),
-                                relo_status_string(st));
+    if (st != RELO_OK)
+        snprintf(msg, msg_cap, "creating the %s backend: %s", replay_backend_name(kind),
+                 relo_status_string(st));
     return st;
 }

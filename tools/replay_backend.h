@@ -47,7 +47,6 @@ uint64_t replay_backend_max_page(uint64_t max_alloc);
  * sentence to msg.
  */
 relo_status replay_backend_create(replay_backend_kind kind, uint64_t capacity, uint64_t granule,
-                                  uint64_t max_alloc,
-                                  relo_backend **out, char *msg, size_t msg_cap);
+                                  uint64_t max_alloc, relo_backend **out, char *msg, size_t msg_cap);
 
 #endif /* RELO_TOOLS_REPLAY_BACKEND_H */

@@ -63,8 +63,7 @@ relo_status replay_vulkan_create(relo_backend **out, char *msg, size_t msg_cap)
         .pApplicationName = "relo-replay",
         .apiVersion = VK_API_VERSION_1_2,
     };
-    VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                               .pApplicationInfo = &app};
+    VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
     if (vkCreateInstance(&ii, NULL, &o->instance) != VK_SUCCESS) {
         free(o);
         snprintf(msg, msg_cap, "no Vulkan 1.2 driver found (vkCreateInstance failed)");

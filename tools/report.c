@@ -75,8 +75,8 @@ void report_text(FILE *f, const report *rep)
             replay_backend_name(o->backend), options_placement_word(o->placement),
             o->relocation == RELO_RELOCATION_OFF ? "off" : "auto",
             rep->capacity ? units_format_bytes(rep->capacity, cap, sizeof cap) : "unlimited");
-    fprintf(f, "  %-26s %20zu  (%u allocations, %u stream%s)\n", "events", t->event_count,
-            t->alloc_count, t->stream_count, t->stream_count == 1 ? "" : "s");
+    fprintf(f, "  %-26s %20zu  (%u allocations, %u stream%s)\n", "events", t->event_count, t->alloc_count,
+            t->stream_count, t->stream_count == 1 ? "" : "s");
     if (r->status != RELO_OK)
         fprintf(f, "  %-26s FAILED at event %" PRIu64 ": %s\n", "status", r->failed_event + 1, r->error);
     row_bytes(f, "peak live (replay)", r->peak_live);
@@ -98,15 +98,19 @@ void report_text(FILE *f, const report *rep)
         }
     }
     if (rep->baseline_count) {
-        baseline_relo_row relo = {r->status == RELO_OK, r->peak_live, r->peak_reserved, rep->fit != NULL,
-                                  rep->fit && rep->fit->found, rep->fit ? rep->fit->capacity : 0};
+        baseline_relo_row relo = {r->status == RELO_OK,
+                                  r->peak_live,
+                                  r->peak_reserved,
+                                  rep->fit != NULL,
+                                  rep->fit && rep->fit->found,
+                                  rep->fit ? rep->fit->capacity : 0};
         baseline_report_text(f, t, &relo, rep->baselines, rep->baseline_count);
     }
     if (rep->sweep) {
         const sweep_result *sw = rep->sweep;
         double peak = (double)(t->peak_live_bytes ? t->peak_live_bytes : 1);
-        fprintf(f, "  %-26s %20u  (%.4f to %.4f x peak live by %.4f; %.2f s)\n", "sweep replays",
-                sw->replays, (double)sw->from / peak, (double)sw->to / peak, (double)sw->step / peak,
+        fprintf(f, "  %-26s %20u  (%.4f to %.4f x peak live by %.4f; %.2f s)\n", "sweep replays", sw->replays,
+                (double)sw->from / peak, (double)sw->to / peak, (double)sw->step / peak,
                 (double)sw->elapsed_ns / 1e9);
         if (sw->status != RELO_OK) fprintf(f, "  %-26s %s\n", "sweep stopped", sw->error);
         fprintf(f, "  %-26s %20u\n", "sweep out of memory", sw->failed);
@@ -123,13 +127,14 @@ void report_text(FILE *f, const report *rep)
     if (rep->at_fit && rep->at_fit != r) {
         const replay_result *fr = rep->at_fit;
         if (fr->status != RELO_OK) {
-            fprintf(f, "  %-26s FAILED at event %" PRIu64 ": %s\n", "at fit", fr->failed_event + 1, fr->error);
+            fprintf(f, "  %-26s FAILED at event %" PRIu64 ": %s\n", "at fit", fr->failed_event + 1,
+                    fr->error);
         } else {
             fprintf(f, "  %s\n", "at the fit capacity");
             row_bytes(f, "  peak reserved", fr->peak_reserved);
             text_over_time(f, "  ", fr);
-            fprintf(f, "  %-26s %20.2f / %.2f\n", "  allocs / frees per 1,000", per_1k_events(fr->stats.backend_allocs, fr),
-                    per_1k_events(fr->stats.backend_frees, fr));
+            fprintf(f, "  %-26s %20.2f / %.2f\n", "  allocs / frees per 1,000",
+                    per_1k_events(fr->stats.backend_allocs, fr), per_1k_events(fr->stats.backend_frees, fr));
         }
     }
     fprintf(f, "  %-26s %20.1f\n", "ns per event", ns_per_event(rep));
@@ -146,17 +151,22 @@ void report_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
     }
     fputc('"', f);
 }
 
 static void json_u64_or_null(FILE *f, const char *key, bool known, uint64_t v)
 {
-    if (known) fprintf(f, ",\"%s\":%" PRIu64, key, v);
-    else fprintf(f, ",\"%s\":null", key);
+    if (known)
+        fprintf(f, ",\"%s\":%" PRIu64, key, v);
+    else
+        fprintf(f, ",\"%s\":null", key);
 }
 
 void report_json(FILE *f, const report *rep)
@@ -176,8 +186,10 @@ void report_json(FILE *f, const report *rep)
     fprintf(f, ",\"ok\":%s,\"status\":\"%s\"", r->status == RELO_OK ? "true" : "false",
             relo_status_name(r->status));
     fputs(",\"error\":", f);
-    if (r->status == RELO_OK) fputs("null", f);
-    else report_json_string(f, r->error);
+    if (r->status == RELO_OK)
+        fputs("null", f);
+    else
+        report_json_string(f, r->error);
     json_u64_or_null(f, "failed_event", r->status != RELO_OK, r->failed_event);
     fprintf(f, ",\"events\":%zu,\"events_done\":%" PRIu64 ",\"allocations\":%u,\"streams\":%u",
             t->event_count, r->events_done, t->alloc_count, t->stream_count);
@@ -188,8 +200,9 @@ void report_json(FILE *f, const report *rep)
             ratio(r->peak_reserved, r->peak_live));
     fprintf(f, ",\"peak_outdated_bytes\":%" PRIu64, r->peak_outdated);
     if (rep->fit && rep->fit->found)
-        fprintf(f, ",\"fit\":{\"capacity\":%" PRIu64 ",\"ratio\":%.6f,\"failed_below\":%" PRIu64
-                   ",\"replays\":%u,\"seconds\":%.3f}",
+        fprintf(f,
+                ",\"fit\":{\"capacity\":%" PRIu64 ",\"ratio\":%.6f,\"failed_below\":%" PRIu64
+                ",\"replays\":%u,\"seconds\":%.3f}",
                 rep->fit->capacity, ratio(rep->fit->capacity, t->peak_live_bytes), rep->fit->failed_below,
                 rep->fit->replays, (double)rep->fit->elapsed_ns / 1e9);
     else if (rep->fit) {
@@ -200,24 +213,28 @@ void report_json(FILE *f, const report *rep)
         fputs(",\"fit\":null", f);
     if (rep->sweep) {
         const sweep_result *sw = rep->sweep;
-        fprintf(f, ",\"sweep\":{\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"step\":%" PRIu64
-                   ",\"replays\":%u,\"failed\":%u,\"failed_at\":[",
+        fprintf(f,
+                ",\"sweep\":{\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"step\":%" PRIu64
+                ",\"replays\":%u,\"failed\":%u,\"failed_at\":[",
                 sw->from, sw->to, sw->step, sw->replays, sw->failed);
         for (unsigned i = 0; i < sw->failed && i < SWEEP_MAX_NAMED; i++)
             fprintf(f, "%s%" PRIu64, i ? "," : "", sw->failed_at[i]);
         fputs("],\"error\":", f);
-        if (sw->status == RELO_OK) fputs("null", f);
-        else report_json_string(f, sw->error);
+        if (sw->status == RELO_OK)
+            fputs("null", f);
+        else
+            report_json_string(f, sw->error);
         fputc('}', f);
     } else {
         fputs(",\"sweep\":null", f);
     }
     const relo_stats *s = &r->stats;
-    fprintf(f, ",\"relocations\":%" PRIu64 ",\"relocations_abandoned\":%" PRIu64
-               ",\"allocations_moved\":%" PRIu64 ",\"bytes_moved\":%" PRIu64
-               ",\"backend_allocs\":%" PRIu64 ",\"backend_frees\":%" PRIu64 ",\"longest_pass_ns\":%" PRIu64,
-            s->relocations, s->relocations_abandoned, s->allocations_moved, s->bytes_moved,
-            s->backend_allocs, s->backend_frees, s->longest_pass_ns);
+    fprintf(f,
+            ",\"relocations\":%" PRIu64 ",\"relocations_abandoned\":%" PRIu64
+            ",\"allocations_moved\":%" PRIu64 ",\"bytes_moved\":%" PRIu64 ",\"backend_allocs\":%" PRIu64
+            ",\"backend_frees\":%" PRIu64 ",\"longest_pass_ns\":%" PRIu64,
+            s->relocations, s->relocations_abandoned, s->allocations_moved, s->bytes_moved, s->backend_allocs,
+            s->backend_frees, s->longest_pass_ns);
     fprintf(f, ",\"backend_allocs_per_1k_events\":%.3f,\"backend_frees_per_1k_events\":%.3f",
             per_1k_events(s->backend_allocs, r), per_1k_events(s->backend_frees, r));
     if (r->samples.points) {
@@ -225,22 +242,27 @@ void report_json(FILE *f, const report *rep)
     } else {
         fputs(",\"time_avg_reserved_ratio\":null", f);
     }
-    fprintf(f, ",\"end_live_bytes\":%" PRIu64 ",\"end_reserved_bytes\":%" PRIu64 ",\"bytes_moved_ratio\":%.6f",
+    fprintf(f,
+            ",\"end_live_bytes\":%" PRIu64 ",\"end_reserved_bytes\":%" PRIu64 ",\"bytes_moved_ratio\":%.6f",
             r->end_live, r->end_reserved, report_moved_ratio(r));
     if (rep->at_fit) {
         const replay_result *fr = rep->at_fit;
-        fprintf(f, ",\"at_fit\":{\"capacity\":%" PRIu64 ",\"ok\":%s,\"peak_reserved_bytes\":%" PRIu64
-                   ",\"time_avg_reserved_ratio\":%.6f,\"end_live_bytes\":%" PRIu64 ",\"end_reserved_bytes\":%" PRIu64
-                   ",\"bytes_moved\":%" PRIu64 ",\"bytes_moved_ratio\":%.6f,\"backend_allocs_per_1k_events\":%.3f"
-                   ",\"backend_frees_per_1k_events\":%.3f}",
-                rep->fit->capacity, fr->status == RELO_OK ? "true" : "false", fr->peak_reserved, report_time_avg_ratio(fr),
-                fr->end_live, fr->end_reserved, fr->stats.bytes_moved, report_moved_ratio(fr),
-                per_1k_events(fr->stats.backend_allocs, fr), per_1k_events(fr->stats.backend_frees, fr));
+        fprintf(f,
+                ",\"at_fit\":{\"capacity\":%" PRIu64 ",\"ok\":%s,\"peak_reserved_bytes\":%" PRIu64
+                ",\"time_avg_reserved_ratio\":%.6f,\"end_live_bytes\":%" PRIu64
+                ",\"end_reserved_bytes\":%" PRIu64 ",\"bytes_moved\":%" PRIu64
+                ",\"bytes_moved_ratio\":%.6f,\"backend_allocs_per_1k_events\":%.3f"
+                ",\"backend_frees_per_1k_events\":%.3f}",
+                rep->fit->capacity, fr->status == RELO_OK ? "true" : "false", fr->peak_reserved,
+                report_time_avg_ratio(fr), fr->end_live, fr->end_reserved, fr->stats.bytes_moved,
+                report_moved_ratio(fr), per_1k_events(fr->stats.backend_allocs, fr),
+                per_1k_events(fr->stats.backend_frees, fr));
     } else {
         fputs(",\"at_fit\":null", f);
     }
-    fprintf(f, ",\"ns_per_event\":%.1f,\"reserve_p50_ns\":%" PRIu64 ",\"reserve_p99_ns\":%" PRIu64
-               ",\"longest_call_ns\":%" PRIu64 ",\"longest_call_event\":%" PRIu64 ",\"wall_seconds\":%.3f",
+    fprintf(f,
+            ",\"ns_per_event\":%.1f,\"reserve_p50_ns\":%" PRIu64 ",\"reserve_p99_ns\":%" PRIu64
+            ",\"longest_call_ns\":%" PRIu64 ",\"longest_call_event\":%" PRIu64 ",\"wall_seconds\":%.3f",
             ns_per_event(rep), r->reserve_p50_ns, r->reserve_p99_ns, r->longest_call_ns,
             r->longest_call_event, rep->wall_s);
     if (replay_backend_has_bytes(o->backend)) fprintf(f, ",\"byte_checks\":%" PRIu64, r->verified);
@@ -250,8 +272,9 @@ void report_json(FILE *f, const report *rep)
     fputs(",\"samples\":[", f);
     for (size_t i = 0; i < r->samples.count; i++) {
         const sample *p = &r->samples.points[i];
-        fprintf(f, "%s{\"event\":%" PRIu64 ",\"live\":%" PRIu64 ",\"reserved\":%" PRIu64
-                   ",\"outdated\":%" PRIu64 ",\"relocations\":%" PRIu64 "}",
+        fprintf(f,
+                "%s{\"event\":%" PRIu64 ",\"live\":%" PRIu64 ",\"reserved\":%" PRIu64 ",\"outdated\":%" PRIu64
+                ",\"relocations\":%" PRIu64 "}",
                 i ? "," : "", p->event, p->live, p->reserved, p->outdated, p->relocations);
     }
     fputs("]}", f);
@@ -263,6 +286,8 @@ void report_json_unreadable(FILE *f, const char *path, const trace_error *err)
     report_json_string(f, path);
     fputs(",\"ok\":false,\"status\":\"unreadable\",\"error\":", f);
     report_json_string(f, err->message);
-    if (err->line) fprintf(f, ",\"line\":%" PRIu64 "}", err->line);
-    else fputs(",\"line\":null}", f);
+    if (err->line)
+        fprintf(f, ",\"line\":%" PRIu64 "}", err->line);
+    else
+        fputs(",\"line\":null}", f);
 }

@@ -15,14 +15,14 @@
 #include "trace.h"
 
 typedef struct report {
-    const char *path;           /**< the trace's file */
+    const char *path; /**< the trace's file */
     const trace *t;
     const options *o;
-    uint64_t capacity;          /**< capacity of the reported replay; 0 = unlimited */
-    const replay_result *r;     /**< the reported replay */
-    const fit_result *fit;      /**< NULL without --fit */
-    const sweep_result *sweep;  /**< NULL without --sweep */
-    double wall_s;              /**< seconds for this trace, fit included */
+    uint64_t capacity;                 /**< capacity of the reported replay; 0 = unlimited */
+    const replay_result *r;            /**< the reported replay */
+    const fit_result *fit;             /**< NULL without --fit */
+    const sweep_result *sweep;         /**< NULL without --sweep */
+    double wall_s;                     /**< seconds for this trace, fit included */
     const baseline_measure *baselines; /**< --baseline runs, beside relo's */
     int baseline_count;
     const replay_result *at_fit; /**< with --fit: a recorded replay at the fit capacity (may be r) */

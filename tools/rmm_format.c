@@ -27,8 +27,8 @@ typedef struct rmm_parser {
     line_reader *r;
     trace *t;
     trace_error *err;
-    id_map live;                /* pointer → event index of its live allocation */
-    size_t column[COL_COUNT];   /* field index of each column; SIZE_MAX = absent */
+    id_map live;              /* pointer → event index of its live allocation */
+    size_t column[COL_COUNT]; /* field index of each column; SIZE_MAX = absent */
     size_t header_fields;
 } rmm_parser;
 
@@ -50,9 +50,10 @@ static bool parse_header(rmm_parser *p, const char *line, size_t n)
     }
     for (size_t c = 0; c < COL_STREAM; c++) {
         if (p->column[c] == SIZE_MAX)
-            return trace_fail(p->err, p->name, p->r->line_no,
-                              "RMM header lacks the column '%s' (expected Thread,Time,Action,Pointer,Size,Stream)",
-                              column_names[c]);
+            return trace_fail(
+                p->err, p->name, p->r->line_no,
+                "RMM header lacks the column '%s' (expected Thread,Time,Action,Pointer,Size,Stream)",
+                column_names[c]);
     }
     return true;
 }
@@ -71,14 +72,16 @@ static bool number(rmm_parser *p, const parse_field *f, size_t count, int col, u
         }
         return trace_fail(p->err, p->name, p->r->line_no, "missing field '%s'", column_names[col]);
     }
-    parse_result pr = col == COL_SIZE ? parse_u64_dec(f[i].s, f[i].n, out) : parse_u64_any(f[i].s, f[i].n, out);
+    parse_result pr = col == COL_SIZE ? parse_u64_dec(f[i].s, f[i].n, out)
+                                      : parse_u64_any(f[i].s, f[i].n, out);
     if (pr == PARSE_OK) return true;
     char q[48];
     parse_quote(f[i].s, f[i].n, q, sizeof q);
     if (pr != PARSE_OVERFLOW && f[i].n > 1 && f[i].s[0] == '-' &&
         parse_u64_dec(f[i].s + 1, f[i].n - 1, &(uint64_t){0}) != PARSE_NOT_NUMBER)
         return trace_fail(p->err, p->name, p->r->line_no,
-                          "%s '%s' is negative (expected a whole number from 0 to 2^64-1)", column_names[col], q);
+                          "%s '%s' is negative (expected a whole number from 0 to 2^64-1)", column_names[col],
+                          q);
     return trace_fail(p->err, p->name, p->r->line_no, "%s '%s' %s", column_names[col], q,
                       pr == PARSE_OVERFLOW ? "does not fit in 64 bits" : "is not a number");
 }
@@ -115,7 +118,8 @@ static bool parse_event(rmm_parser *p, const char *line, size_t n)
         if (t->alloc_count == UINT32_MAX) return fail(p, "too many allocations");
         uint16_t si;
         if (!trace_stream_index(t, stream, &si))
-            return trace_fail(p->err, p->name, p->r->line_no, "more than %u distinct streams", TRACE_MAX_STREAMS);
+            return trace_fail(p->err, p->name, p->r->line_no, "more than %u distinct streams",
+                              TRACE_MAX_STREAMS);
         if (!id_map_put(&p->live, ptr, t->event_count) ||
             !trace_push(t, TRACE_ALLOC, t->alloc_count, si, size))
             return fail(p, "out of host memory");

@@ -16,23 +16,23 @@
 #include <stdint.h>
 
 typedef struct sample {
-    uint64_t event;         /**< 0-based index of the event after which it was taken */
-    uint64_t live;          /**< bytes in use then */
-    uint64_t reserved;      /**< bytes of pages held then */
-    uint64_t outdated;      /**< bytes of outdated pages held then */
-    uint64_t reserved_max;  /**< the bucket's highest reserved */
-    uint64_t outdated_max;  /**< the bucket's highest outdated */
-    uint64_t relocations;   /**< relocations that happened in the bucket */
+    uint64_t event;        /**< 0-based index of the event after which it was taken */
+    uint64_t live;         /**< bytes in use then */
+    uint64_t reserved;     /**< bytes of pages held then */
+    uint64_t outdated;     /**< bytes of outdated pages held then */
+    uint64_t reserved_max; /**< the bucket's highest reserved */
+    uint64_t outdated_max; /**< the bucket's highest outdated */
+    uint64_t relocations;  /**< relocations that happened in the bucket */
 } sample;
 
 typedef struct sampler {
     sample *points;
     size_t count;
     size_t max;
-    uint64_t stride;        /* events per bucket */
-    bool open;              /* the current bucket has a point */
+    uint64_t stride; /* events per bucket */
+    bool open;       /* the current bucket has a point */
     sample cur;
-    uint64_t bucket_end;    /* first event of the next bucket */
+    uint64_t bucket_end; /* first event of the next bucket */
 } sampler;
 
 /**

@@ -28,8 +28,10 @@ size_t sorted_index_lower_bound(const sorted_index *s, uint64_t major, uint64_t 
     size_t lo = 0, hi = s->count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (less(&s->v[mid], major, minor)) lo = mid + 1;
-        else hi = mid;
+        if (less(&s->v[mid], major, minor))
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }

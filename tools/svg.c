@@ -41,10 +41,10 @@ enum { WIDTH = 960, LEFT = 86, RIGHT = 28, PLOT_HEIGHT = 374, BOTTOM = 70 };
 #define COLOR_FAILED "#cb181d"
 
 typedef struct frame {
-    double x0, y0, w, h;     /* plot area: x0,y0 is the top-left corner */
+    double x0, y0, w, h; /* plot area: x0,y0 is the top-left corner */
     double max_event;
     double max_bytes;
-    uint64_t unit;           /* bytes per axis unit */
+    uint64_t unit; /* bytes per axis unit */
     const char *unit_name;
 } frame;
 
@@ -72,11 +72,16 @@ static double nice_step(double span, int want)
 static void text_escaped(FILE *f, const char *s)
 {
     for (; *s; s++) {
-        if (*s == '&') fputs("&amp;", f);
-        else if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '"') fputs("&quot;", f);
-        else fputc(*s, f);
+        if (*s == '&')
+            fputs("&amp;", f);
+        else if (*s == '<')
+            fputs("&lt;", f);
+        else if (*s == '>')
+            fputs("&gt;", f);
+        else if (*s == '"')
+            fputs("&quot;", f);
+        else
+            fputc(*s, f);
     }
 }
 
@@ -118,8 +123,10 @@ static void axes(FILE *f, const frame *fr)
             fr->x0, fr->y0, fr->w, fr->h);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" class=\"axis\">event</text>\n",
             fr->x0 + fr->w / 2, fr->y0 + fr->h + 52);
-    fprintf(f, "<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\" class=\"axis\">"
-               "device memory (%s)</text>\n", fr->y0 + fr->h / 2, fr->unit_name);
+    fprintf(f,
+            "<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\" class=\"axis\">"
+            "device memory (%s)</text>\n",
+            fr->y0 + fr->h / 2, fr->unit_name);
 }
 
 /* The value a series shows at sample p: 0 live (never above the bucket's
@@ -184,8 +191,10 @@ static void relocation_ticks(FILE *f, const frame *fr, const sampler *s, size_t 
         /* While few, a faint line across the plot ties a tick to what it
          * changed; many would cover the plot, so then ticks stay thin. */
         if (lines)
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"1.4\" "
-                       "stroke-opacity=\"0.35\" stroke-dasharray=\"3 3\"/>\n", xs[i], fr->y0, xs[i], base);
+            fprintf(f,
+                    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"1.4\" "
+                    "stroke-opacity=\"0.35\" stroke-dasharray=\"3 3\"/>\n",
+                    xs[i], fr->y0, xs[i], base);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", xs[i], base + 2, xs[i],
                 base + 14);
     }
@@ -199,7 +208,11 @@ static void legend(FILE *f, const frame *fr, bool capacity, uint64_t relocations
     double y = fr->y0 - 14;
     char reloc_label[48];
     snprintf(reloc_label, sizeof reloc_label, "relocation (%" PRIu64 ")", relocations);
-    struct { const char *fill, *stroke, *label; int kind; double width; } items[] = {
+    struct {
+        const char *fill, *stroke, *label;
+        int kind;
+        double width;
+    } items[] = {
         {COLOR_RESERVED, STROKE_RESERVED, "reserved (pages held)", 0, 168},
         {COLOR_LIVE, STROKE_LIVE, "live (in use)", 0, 112},
         {"none", COLOR_OUTDATED, "outdated pages", 1, 130},
@@ -213,10 +226,14 @@ static void legend(FILE *f, const frame *fr, bool capacity, uint64_t relocations
             fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"16\" height=\"10\" fill=\"%s\" stroke=\"%s\"/>\n",
                     x, y - 5, items[i].fill, items[i].stroke);
         else if (items[i].kind == 2)
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.2\"/>\n",
+            fprintf(f,
+                    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                    "stroke-width=\"2.2\"/>\n",
                     x + 8, y - 6, x + 8, y + 6, items[i].stroke);
         else
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\"%s/>\n",
+            fprintf(f,
+                    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                    "stroke-width=\"1.6\"%s/>\n",
                     x, y, x + 16, y, items[i].stroke, items[i].kind == 3 ? " stroke-dasharray=\"5 3\"" : "");
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"legend\">%s</text>\n", x + 22, y + 4, items[i].label);
         x += items[i].width;
@@ -255,8 +272,10 @@ static box mark(FILE *f, const frame *fr, double event, double bytes, const char
         b.y0 = avoid->y1 + 2;
         b.y1 = b.y0 + height;
     }
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" rx=\"3\" fill=\"white\" "
-               "fill-opacity=\"0.9\"/>\n", b.x0 - 3, b.y0, width + 6, height);
+    fprintf(f,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" rx=\"3\" fill=\"white\" "
+            "fill-opacity=\"0.9\"/>\n",
+            b.x0 - 3, b.y0, width + 6, height);
     fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\" stroke=\"white\"/>\n", x, y, color);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" class=\"note\" fill=\"%s\">",
             right_side ? b.x1 : b.x0, b.y1 - 3.5, right_side ? "end" : "start", color);
@@ -287,25 +306,35 @@ static void verdict_cell(const verdict *v, const verdict_row *w, const char *key
     const verdict_run *rr = &v->runs[w->reported];
     const verdict_run *m = w->measured >= 0 ? &v->runs[w->measured] : NULL;
     char b[32], n[32];
-    if (strcmp(key, "name") == 0) snprintf(out, cap, "%s", w->name);
+    if (strcmp(key, "name") == 0)
+        snprintf(out, cap, "%s", w->name);
     else if (strcmp(key, "fit") == 0) {
         if (w->fit_found)
             snprintf(out, cap, "%s (%.3f)", units_format_bytes(w->fit_capacity, b, sizeof b), w->fit_ratio);
-        else snprintf(out, cap, "not found");
+        else
+            snprintf(out, cap, "not found");
     } else if (strcmp(key, "outcome") == 0) {
-        if (rr->ok) snprintf(out, cap, "completed");
+        if (rr->ok)
+            snprintf(out, cap, "completed");
         else
             snprintf(out, cap, "%s at event %s (%.0f %%)", rr->out_of_memory ? "out of memory" : "failed",
                      verdict_count(rr->failed_event + 1, n, sizeof n),
                      100.0 * (double)rr->failed_event / (double)(v->t->event_count ? v->t->event_count : 1));
-    } else if (!m) snprintf(out, cap, "-");
-    else if (strcmp(key, "peak") == 0) units_format_bytes(m->peak_held, out, cap);
-    else if (strcmp(key, "avg") == 0) snprintf(out, cap, "%.3f", m->time_avg_ratio);
-    else if (strcmp(key, "end") == 0) units_format_bytes(m->end_held, out, cap);
+    } else if (!m)
+        snprintf(out, cap, "-");
+    else if (strcmp(key, "peak") == 0)
+        units_format_bytes(m->peak_held, out, cap);
+    else if (strcmp(key, "avg") == 0)
+        snprintf(out, cap, "%.3f", m->time_avg_ratio);
+    else if (strcmp(key, "end") == 0)
+        units_format_bytes(m->end_held, out, cap);
     else if (strcmp(key, "moved") == 0) {
-        if (w->relo) units_format_bytes(m->bytes_moved, out, cap);
-        else snprintf(out, cap, "never");
-    } else snprintf(out, cap, "%.2f", m->allocs_per_1k);
+        if (w->relo)
+            units_format_bytes(m->bytes_moved, out, cap);
+        else
+            snprintf(out, cap, "never");
+    } else
+        snprintf(out, cap, "%.2f", m->allocs_per_1k);
 }
 
 /* Whether some allocator's figures come from its run on its fit capacity. */
@@ -322,12 +351,13 @@ static bool from_fit(const verdict *v)
 static double verdict_table(FILE *f, const verdict *v, bool fitted)
 {
     char on[48], b[32];
-    snprintf(on, sizeof on, "on %s", v->capacity ? units_format_bytes(v->capacity, b, sizeof b) : "unlimited");
+    snprintf(on, sizeof on, "on %s",
+             v->capacity ? units_format_bytes(v->capacity, b, sizeof b) : "unlimited");
     const column cols[] = {
-        {"allocator", "name", LEFT, false},          {"fit (ratio)", "fit", 336, true},
-        {on, "outcome", 348, false},                  {"peak held", "peak", 646, true},
-        {"avg held/live", "avg", 730, true},          {"end held", "end", 796, true},
-        {"moved", "moved", 862, true},                {"allocs/1k ev.", "allocs", WIDTH - RIGHT, true},
+        {"allocator", "name", LEFT, false},  {"fit (ratio)", "fit", 336, true},
+        {on, "outcome", 348, false},         {"peak held", "peak", 646, true},
+        {"avg held/live", "avg", 730, true}, {"end held", "end", 796, true},
+        {"moved", "moved", 862, true},       {"allocs/1k ev.", "allocs", WIDTH - RIGHT, true},
     };
     double y = VERDICT_TOP;
     fputs("<g class=\"verdict-head\">\n", f);
@@ -350,8 +380,10 @@ static double verdict_table(FILE *f, const verdict *v, bool fitted)
     }
     if (from_fit(v)) {
         y += VERDICT_ROW;
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"sub\">Held, moved and allocs/1k ev. of one that ran out "
-                   "of memory %s: from its run on its fit capacity.</text>\n", LEFT, y, on);
+        fprintf(f,
+                "<text x=\"%d\" y=\"%.1f\" class=\"sub\">Held, moved and allocs/1k ev. of one that ran out "
+                "of memory %s: from its run on its fit capacity.</text>\n",
+                LEFT, y, on);
     }
     return y;
 }
@@ -384,28 +416,35 @@ bool svg_write(const char *path, const report *rep)
     fr.max_event = s->count && s->points[s->count - 1].event > 0 ? (double)s->points[s->count - 1].event : 1;
     bool failed = rep->r->status != RELO_OK;
 
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\">\n",
+    fprintf(f,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\">\n",
             WIDTH, height, WIDTH, height);
-    fputs("<style>.tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}"
-          ".legend{font-size:12px;fill:#222}"
-          ".note{font-size:12px;font-weight:bold;paint-order:stroke;stroke:white;stroke-width:3px}"
-          ".title{font-size:19px;font-weight:bold;fill:#111}.sub{font-size:12px;fill:#555}"
-          ".verdict{font-size:11.5px;fill:#222}.verdict-head text{font-size:11px;font-weight:bold;fill:#444}</style>\n", f);
+    fputs(
+        "<style>.tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}"
+        ".legend{font-size:12px;fill:#222}"
+        ".note{font-size:12px;font-weight:bold;paint-order:stroke;stroke:white;stroke-width:3px}"
+        ".title{font-size:19px;font-weight:bold;fill:#111}.sub{font-size:12px;fill:#555}"
+        ".verdict{font-size:11.5px;fill:#222}.verdict-head "
+        "text{font-size:11px;font-weight:bold;fill:#444}</style>\n",
+        f);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", WIDTH, height);
     fprintf(f, "<text x=\"%d\" y=\"28\" class=\"title\">", LEFT);
     text_escaped(f, rep->t->name);
-    if (failed) fprintf(f, "<tspan fill=\"%s\" dx=\"8\">· replay FAILED at event %" PRIu64 " of %zu</tspan>", COLOR_FAILED,
-                        rep->r->failed_event + 1, rep->t->event_count);
+    if (failed)
+        fprintf(f, "<tspan fill=\"%s\" dx=\"8\">· replay FAILED at event %" PRIu64 " of %zu</tspan>",
+                COLOR_FAILED, rep->r->failed_event + 1, rep->t->event_count);
     fputs("</text>\n", f);
 
     char live[32], reserved[32], cap[32], fit[64] = "";
     const options *o = rep->o;
     if (rep->fit && rep->fit->found)
-        snprintf(fit, sizeof fit, " · fit ratio %.3f", (double)rep->fit->capacity / (double)rep->t->peak_live_bytes);
-    fprintf(f, "<text x=\"%d\" y=\"50\" class=\"sub\">%s backend · %s placement · relocation %s · "
-               "capacity %s · %zu events · peak reserved/live %.3f%s</text>\n",
+        snprintf(fit, sizeof fit, " · fit ratio %.3f",
+                 (double)rep->fit->capacity / (double)rep->t->peak_live_bytes);
+    fprintf(f,
+            "<text x=\"%d\" y=\"50\" class=\"sub\">%s backend · %s placement · relocation %s · "
+            "capacity %s · %zu events · peak reserved/live %.3f%s</text>\n",
             LEFT, replay_backend_name(o->backend), options_placement_word(o->placement),
             o->relocation == RELO_RELOCATION_OFF ? "off" : "auto",
             rep->capacity ? units_format_bytes(rep->capacity, cap, sizeof cap) : "unlimited",
@@ -420,8 +459,10 @@ bool svg_write(const char *path, const report *rep)
         relocation_ticks(f, &fr, s, (size_t)rep->r->stats.relocations);
         if (show_capacity) {
             double y = fy(&fr, (double)rep->capacity);
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
-                       "stroke-width=\"1.4\" stroke-dasharray=\"5 3\"/>\n", fr.x0, y, fr.x0 + fr.w, y);
+            fprintf(f,
+                    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
+                    "stroke-width=\"1.4\" stroke-dasharray=\"5 3\"/>\n",
+                    fr.x0, y, fr.x0 + fr.w, y);
         }
         char label[96];
         units_format_bytes(rep->r->peak_reserved, reserved, sizeof reserved);
@@ -436,7 +477,8 @@ bool svg_write(const char *path, const report *rep)
         /* Where it stopped: a line at the right edge of the data; why: a
          * line of its own under the subtitle, clear of labels and data. */
         double x = fr.x0 + fr.w;
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>\n",
                 x, fr.y0, x, fr.y0 + fr.h, COLOR_FAILED);
         fprintf(f, "<text x=\"%d\" y=\"67\" class=\"sub\" fill=\"%s\" style=\"fill:%s\">", LEFT, COLOR_FAILED,
                 COLOR_FAILED);

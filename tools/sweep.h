@@ -24,12 +24,12 @@
 #define SWEEP_MAX_NAMED 16u
 
 typedef struct sweep_result {
-    uint64_t from, to, step;        /**< the range replayed, in bytes */
+    uint64_t from, to, step; /**< the range replayed, in bytes */
     unsigned replays;
-    unsigned failed;                /**< replays that ran out of memory */
+    unsigned failed;                     /**< replays that ran out of memory */
     uint64_t failed_at[SWEEP_MAX_NAMED]; /**< the first of them, ascending */
     uint64_t elapsed_ns;
-    relo_status status;             /**< RELO_OK, or the error that stopped the sweep */
+    relo_status status; /**< RELO_OK, or the error that stopped the sweep */
     char error[320];
 } sweep_result;
 

@@ -114,16 +114,21 @@ bool table_measure(const trace *t, const char *path, const replay_config *base, 
 /* Calls per 1,000 events to three significant digits (0.180, 6.12, 36.6, 144). */
 static void format_per_1k(double v, char *out, size_t cap)
 {
-    if (v >= 99.95) snprintf(out, cap, "%.0f", v);
-    else if (v >= 9.995) snprintf(out, cap, "%.1f", v);
-    else snprintf(out, cap, "%.2f", v);
+    if (v >= 99.95)
+        snprintf(out, cap, "%.0f", v);
+    else if (v >= 9.995)
+        snprintf(out, cap, "%.1f", v);
+    else
+        snprintf(out, cap, "%.2f", v);
 }
 
 static void format_fit(const table_row *row, table_run_kind k, char *out, size_t cap)
 {
     const table_run *r = &row->runs[k];
-    if (r->fit_found && row->peak_live) snprintf(out, cap, "%.3f", ratio(r->fit_capacity, row->peak_live));
-    else snprintf(out, cap, "-");
+    if (r->fit_found && row->peak_live)
+        snprintf(out, cap, "%.3f", ratio(r->fit_capacity, row->peak_live));
+    else
+        snprintf(out, cap, "-");
 }
 
 typedef enum column_id {
@@ -143,9 +148,9 @@ typedef enum column_id {
 } column_id;
 
 typedef struct column {
-    const char *md;     /* the Markdown header */
-    const char *text;   /* the text header */
-    int width;          /* the text column's width */
+    const char *md;   /* the Markdown header */
+    const char *text; /* the text header */
+    int width;        /* the text column's width */
 } column;
 
 static const column columns[COL_COUNT] = {
@@ -177,24 +182,34 @@ static void format_cell(const table_row *row, column_id c, char *out, size_t cap
     case COL_FIT_PYTORCH_EXPANDABLE: format_fit(row, TABLE_RUN_PYTORCH_EXPANDABLE, out, cap); break;
     case COL_FLOOR: snprintf(out, cap, "%.3f", row->floor_ratio); break;
     case COL_UNLIMITED:
-        if (packed->completed) snprintf(out, cap, "%.3f", ratio(packed->peak_reserved, packed->peak_live));
-        else snprintf(out, cap, "-");
+        if (packed->completed)
+            snprintf(out, cap, "%.3f", ratio(packed->peak_reserved, packed->peak_live));
+        else
+            snprintf(out, cap, "-");
         break;
     case COL_TIME_AVG:
-        if (packed->completed) snprintf(out, cap, "%.3f", packed->time_avg_ratio);
-        else snprintf(out, cap, "-");
+        if (packed->completed)
+            snprintf(out, cap, "%.3f", packed->time_avg_ratio);
+        else
+            snprintf(out, cap, "-");
         break;
     case COL_ALLOCS_RELO:
-        if (packed->completed) format_per_1k(packed->allocs_per_1k, out, cap);
-        else snprintf(out, cap, "-");
+        if (packed->completed)
+            format_per_1k(packed->allocs_per_1k, out, cap);
+        else
+            snprintf(out, cap, "-");
         break;
     case COL_ALLOCS_PYTORCH:
-        if (pytorch->completed) format_per_1k(pytorch->allocs_per_1k, out, cap);
-        else snprintf(out, cap, "-");
+        if (pytorch->completed)
+            format_per_1k(pytorch->allocs_per_1k, out, cap);
+        else
+            snprintf(out, cap, "-");
         break;
     case COL_BYTES_MOVED:
-        if (packed->completed) units_format_bytes(packed->bytes_moved, out, cap);
-        else snprintf(out, cap, "-");
+        if (packed->completed)
+            units_format_bytes(packed->bytes_moved, out, cap);
+        else
+            snprintf(out, cap, "-");
         break;
     default: snprintf(out, cap, "?"); break;
     }
@@ -214,24 +229,31 @@ static void md_text(FILE *f, const char *s)
 static void json_run(FILE *f, const table_row *row, table_run_kind k)
 {
     const table_run *r = &row->runs[k];
-    fprintf(f, "%s\"%s\":{\"completed\":%s", k ? "," : "", table_run_kind_name(k), r->completed ? "true" : "false");
+    fprintf(f, "%s\"%s\":{\"completed\":%s", k ? "," : "", table_run_kind_name(k),
+            r->completed ? "true" : "false");
     if (r->fit_found)
         fprintf(f, ",\"fit_capacity\":%" PRIu64 ",\"fit_ratio\":%.6f", r->fit_capacity,
                 ratio(r->fit_capacity, row->peak_live));
     else
         fputs(",\"fit_capacity\":null,\"fit_ratio\":null", f);
     if (r->completed)
-        fprintf(f, ",\"peak_reserved_bytes\":%" PRIu64 ",\"reserved_ratio\":%.6f,\"time_avg_reserved_ratio\":%.6f"
-                   ",\"device_allocs_per_1k_events\":%.3f,\"bytes_moved\":%" PRIu64 ",\"bytes_moved_ratio\":%.6f",
+        fprintf(f,
+                ",\"peak_reserved_bytes\":%" PRIu64
+                ",\"reserved_ratio\":%.6f,\"time_avg_reserved_ratio\":%.6f"
+                ",\"device_allocs_per_1k_events\":%.3f,\"bytes_moved\":%" PRIu64
+                ",\"bytes_moved_ratio\":%.6f",
                 r->peak_reserved, ratio(r->peak_reserved, r->peak_live), r->time_avg_ratio, r->allocs_per_1k,
                 r->bytes_moved, r->moved_ratio);
     else
-        fputs(",\"peak_reserved_bytes\":null,\"reserved_ratio\":null,\"time_avg_reserved_ratio\":null"
-              ",\"device_allocs_per_1k_events\":null,\"bytes_moved\":null,\"bytes_moved_ratio\":null",
-              f);
+        fputs(
+            ",\"peak_reserved_bytes\":null,\"reserved_ratio\":null,\"time_avg_reserved_ratio\":null"
+            ",\"device_allocs_per_1k_events\":null,\"bytes_moved\":null,\"bytes_moved_ratio\":null",
+            f);
     fputs(",\"error\":", f);
-    if (r->error[0]) report_json_string(f, r->error);
-    else fputs("null", f);
+    if (r->error[0])
+        report_json_string(f, r->error);
+    else
+        fputs("null", f);
     fputc('}', f);
 }
 
@@ -243,7 +265,9 @@ static void json_row(FILE *f, const table_row *row)
     report_json_string(f, row->name);
     fputs(",\"file\":", f);
     report_json_string(f, row->path);
-    fprintf(f, ",\"ok\":%s,\"events\":%" PRIu64 ",\"peak_live_bytes\":%" PRIu64 ",\"floor_ratio\":%.6f,\"runs\":{",
+    fprintf(f,
+            ",\"ok\":%s,\"events\":%" PRIu64 ",\"peak_live_bytes\":%" PRIu64
+            ",\"floor_ratio\":%.6f,\"runs\":{",
             ok ? "true" : "false", row->events, row->peak_live, row->floor_ratio);
     for (int k = 0; k < TABLE_RUN_COUNT; k++) json_run(f, row, (table_run_kind)k);
     fputs("}}", f);
@@ -254,14 +278,18 @@ static void json_row(FILE *f, const table_row *row)
 void table_begin(FILE *f, const options *o)
 {
     if (o->table == OPTIONS_TABLE_JSON) {
-        fprintf(f, "{\"tool\":\"relo-replay\",\"version\":\"%s\",\"table\":{\"backend\":\"%s\",\"granule\":%" PRIu64
-                   "},\"traces\":[\n",
-                RELO_VERSION_STRING, replay_backend_name(o->backend), o->granule);
+        fprintf(
+            f,
+            "{\"tool\":\"relo-replay\",\"version\":\"%s\",\"table\":{\"backend\":\"%s\",\"granule\":%" PRIu64
+            "},\"traces\":[\n",
+            RELO_VERSION_STRING, replay_backend_name(o->backend), o->granule);
         return;
     }
     for (int c = 0; c < COL_COUNT; c++) {
-        if (o->table == OPTIONS_TABLE_MD) fprintf(f, "| %s ", columns[c].md);
-        else fprintf(f, "%s%*s", c ? "  " : "", columns[c].width, columns[c].text);
+        if (o->table == OPTIONS_TABLE_MD)
+            fprintf(f, "| %s ", columns[c].md);
+        else
+            fprintf(f, "%s%*s", c ? "  " : "", columns[c].width, columns[c].text);
     }
     if (o->table == OPTIONS_TABLE_MD) {
         fputs("|\n", f);
@@ -291,7 +319,8 @@ void table_write_row(FILE *f, const options *o, const table_row *row, int row_in
     fputs(o->table == OPTIONS_TABLE_MD ? "|\n" : "\n", f);
 }
 
-void table_write_unreadable(FILE *f, const options *o, const char *path, const trace_error *err, int row_index)
+void table_write_unreadable(FILE *f, const options *o, const char *path, const trace_error *err,
+                            int row_index)
 {
     if (o->table != OPTIONS_TABLE_JSON) return;
     if (row_index) fputs(",\n", f);
@@ -303,12 +332,13 @@ void table_end(FILE *f, const options *o)
     if (o->table == OPTIONS_TABLE_JSON) {
         fputs("\n]}\n", f);
     } else if (o->table == OPTIONS_TABLE_TEXT) {
-        fputs("fit ratios (smallest device the trace completes on / peak live): packed, adaptive, pytorch and\n"
-              "expand. (PyTorch with expandable segments); floor: peak live rounded up to the granule / peak\n"
-              "live; on an unlimited device: unlim. (peak reserved / peak live), t-avg (time-averaged\n"
-              "reserved / live), allocs and pt-alloc (device allocations per 1,000 events, relo's packed\n"
-              "placement and PyTorch's), moved (bytes relocation copied)\n",
-              f);
+        fputs(
+            "fit ratios (smallest device the trace completes on / peak live): packed, adaptive, pytorch and\n"
+            "expand. (PyTorch with expandable segments); floor: peak live rounded up to the granule / peak\n"
+            "live; on an unlimited device: unlim. (peak reserved / peak live), t-avg (time-averaged\n"
+            "reserved / live), allocs and pt-alloc (device allocations per 1,000 events, relo's packed\n"
+            "placement and PyTorch's), moved (bytes relocation copied)\n",
+            f);
     }
 }
 
@@ -317,7 +347,8 @@ void table_end(FILE *f, const options *o)
 static bool is_trace_name(const char *name)
 {
     size_t n = strlen(name);
-    return (n > 6 && strcmp(name + n - 6, ".trace") == 0) || (n > 9 && strcmp(name + n - 9, ".trace.gz") == 0);
+    return (n > 6 && strcmp(name + n - 6, ".trace") == 0) ||
+           (n > 9 && strcmp(name + n - 9, ".trace.gz") == 0);
 }
 
 static int by_name(const void *a, const void *b)

@@ -23,10 +23,10 @@
 
 /** The allocators a row measures, in the order its columns give them. */
 typedef enum table_run_kind {
-    TABLE_RUN_PACKED = 0,           /**< relo, RELO_PLACEMENT_DEFAULT (the packed placement) */
-    TABLE_RUN_ADAPTIVE,             /**< relo, RELO_PLACEMENT_ADAPTIVE */
-    TABLE_RUN_PYTORCH,              /**< the model of PyTorch's caching allocator (BASELINE_PYTORCH) */
-    TABLE_RUN_PYTORCH_EXPANDABLE,   /**< the same with expandable segments */
+    TABLE_RUN_PACKED = 0,         /**< relo, RELO_PLACEMENT_DEFAULT (the packed placement) */
+    TABLE_RUN_ADAPTIVE,           /**< relo, RELO_PLACEMENT_ADAPTIVE */
+    TABLE_RUN_PYTORCH,            /**< the model of PyTorch's caching allocator (BASELINE_PYTORCH) */
+    TABLE_RUN_PYTORCH_EXPANDABLE, /**< the same with expandable segments */
     TABLE_RUN_COUNT
 } table_run_kind;
 
@@ -35,25 +35,25 @@ const char *table_run_kind_name(table_run_kind k);
 
 /** One allocator on one trace: its unlimited replay and its fit. */
 typedef struct table_run {
-    bool completed;             /**< the unlimited replay completed */
-    uint64_t peak_live;         /**< of the unlimited replay */
-    uint64_t peak_reserved;     /**< ... */
-    double time_avg_ratio;      /**< reserved ÷ live summed over events (report_time_avg_ratio) */
-    double allocs_per_1k;       /**< device (backend) allocations per 1,000 events */
-    uint64_t bytes_moved;       /**< relo: bytes relocation copied; a model never moves (0) */
-    double moved_ratio;         /**< bytes moved ÷ bytes allocated */
+    bool completed;         /**< the unlimited replay completed */
+    uint64_t peak_live;     /**< of the unlimited replay */
+    uint64_t peak_reserved; /**< ... */
+    double time_avg_ratio;  /**< reserved ÷ live summed over events (report_time_avg_ratio) */
+    double allocs_per_1k;   /**< device (backend) allocations per 1,000 events */
+    uint64_t bytes_moved;   /**< relo: bytes relocation copied; a model never moves (0) */
+    double moved_ratio;     /**< bytes moved ÷ bytes allocated */
     bool fit_found;
-    uint64_t fit_capacity;      /**< smallest capacity seen to complete */
-    char error[320];            /**< when the replay failed or no fit was found: why */
+    uint64_t fit_capacity; /**< smallest capacity seen to complete */
+    char error[320];       /**< when the replay failed or no fit was found: why */
 } table_run;
 
 /** One trace's row. */
 typedef struct table_row {
-    const char *path;           /**< the file, as given */
+    const char *path; /**< the file, as given */
     char name[TRACE_NAME_MAX];
     uint64_t events;
-    uint64_t peak_live;         /**< the trace's peak live bytes: every ratio's denominator */
-    double floor_ratio;         /**< peak live rounded up to the granule ÷ peak live */
+    uint64_t peak_live; /**< the trace's peak live bytes: every ratio's denominator */
+    double floor_ratio; /**< peak live rounded up to the granule ÷ peak live */
     table_run runs[TABLE_RUN_COUNT];
 } table_row;
 
@@ -84,7 +84,7 @@ void table_end(FILE *f, const options *o);
 
 /** The traces --table replays: its arguments, folders replaced by their files. */
 typedef struct table_paths {
-    char **paths;               /**< each owned */
+    char **paths; /**< each owned */
     int count;
 } table_paths;
 

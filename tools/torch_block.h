@@ -20,27 +20,27 @@
 #define TORCH_NONE UINT32_MAX
 
 typedef enum torch_block_state {
-    TORCH_BLOCK_FREE = 0,   /**< mapped and cached, can serve a request */
-    TORCH_BLOCK_USED,       /**< holds a live allocation */
-    TORCH_BLOCK_UNMAPPED,   /**< address space without memory behind it */
+    TORCH_BLOCK_FREE = 0, /**< mapped and cached, can serve a request */
+    TORCH_BLOCK_USED,     /**< holds a live allocation */
+    TORCH_BLOCK_UNMAPPED, /**< address space without memory behind it */
     TORCH_BLOCK_STATE_COUNT
 } torch_block_state;
 
 typedef struct torch_block {
-    uint64_t addr;          /**< model address: segments never overlap */
+    uint64_t addr; /**< model address: segments never overlap */
     uint64_t size;
-    uint32_t prev;          /**< block below in the segment, or TORCH_NONE */
-    uint32_t next;          /**< block above in the segment, or TORCH_NONE */
-    uint32_t segment;       /**< the model's number for its segment */
-    uint32_t pool;          /**< the model's number for its (stream, pool) */
-    uint8_t state;          /**< torch_block_state */
+    uint32_t prev;    /**< block below in the segment, or TORCH_NONE */
+    uint32_t next;    /**< block above in the segment, or TORCH_NONE */
+    uint32_t segment; /**< the model's number for its segment */
+    uint32_t pool;    /**< the model's number for its (stream, pool) */
+    uint8_t state;    /**< torch_block_state */
 } torch_block;
 
 typedef struct torch_blocks {
     torch_block *v;
-    uint32_t count;         /* slots handed out so far */
+    uint32_t count; /* slots handed out so far */
     uint32_t capacity;
-    uint32_t free_head;     /* a released slot (chained through .next), or TORCH_NONE */
+    uint32_t free_head; /* a released slot (chained through .next), or TORCH_NONE */
 } torch_blocks;
 
 /** The state's name ("free", "used", "unmapped"). */

@@ -19,14 +19,14 @@
 
 typedef struct classic {
     torch_blocks blocks;
-    sorted_index *free;         /* per pool: free blocks by (size, address) */
+    sorted_index *free; /* per pool: free blocks by (size, address) */
     uint32_t pool_count;
-    uint32_t *block_of;         /* per allocation number: its block */
+    uint32_t *block_of; /* per allocation number: its block */
     uint32_t alloc_count;
-    uint64_t capacity;          /* 0 = unlimited */
+    uint64_t capacity; /* 0 = unlimited */
     uint64_t reserved;
     uint64_t peak;
-    uint64_t next_base;         /* model address of the next segment */
+    uint64_t next_base; /* model address of the next segment */
     uint32_t segments_made;
     uint64_t segments_freed;
 } classic;
@@ -174,4 +174,5 @@ static void device_calls(const void *model, uint64_t *allocs, uint64_t *frees)
     *frees = m->segments_freed;
 }
 
-const baseline_model_ops torch_classic_ops = {create, alloc, release, reserved, peak_reserved, device_calls, destroy};
+const baseline_model_ops torch_classic_ops = {create,        alloc,        release, reserved,
+                                              peak_reserved, device_calls, destroy};

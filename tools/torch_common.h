@@ -18,7 +18,8 @@
 /** The request size rounded as PyTorch does. size must be ≤ BASELINE_MAX_REQUEST. */
 static inline uint64_t torch_round_size(uint64_t size)
 {
-    return size < TORCH_MIN_BLOCK ? TORCH_MIN_BLOCK : (size + TORCH_MIN_BLOCK - 1) / TORCH_MIN_BLOCK * TORCH_MIN_BLOCK;
+    return size < TORCH_MIN_BLOCK ? TORCH_MIN_BLOCK
+                                  : (size + TORCH_MIN_BLOCK - 1) / TORCH_MIN_BLOCK * TORCH_MIN_BLOCK;
 }
 
 /** Whether a rounded size is served from the small pool. */

@@ -23,22 +23,22 @@
 
 typedef struct expandable {
     torch_blocks blocks;
-    sorted_index *free;         /* per pool: free mapped blocks by (size, address) */
-    sorted_index *unmapped;     /* per pool: unmapped blocks by address */
+    sorted_index *free;     /* per pool: free mapped blocks by (size, address) */
+    sorted_index *unmapped; /* per pool: unmapped blocks by address */
     uint32_t pool_count;
-    uint32_t *block_of;         /* per allocation number: its block */
+    uint32_t *block_of; /* per allocation number: its block */
     uint32_t alloc_count;
-    uint64_t *segment_base;     /* per segment number: its first address */
+    uint64_t *segment_base; /* per segment number: its first address */
     uint32_t segment_count;
     uint32_t segment_capacity;
-    uint32_t *scratch;          /* release_cached's copy of a free list */
+    uint32_t *scratch; /* release_cached's copy of a free list */
     size_t scratch_capacity;
-    uint64_t capacity;          /* 0 = unlimited */
-    uint64_t memory;            /* device memory the segment span is sized from */
-    uint64_t reserved;          /* mapped bytes */
+    uint64_t capacity; /* 0 = unlimited */
+    uint64_t memory;   /* device memory the segment span is sized from */
+    uint64_t reserved; /* mapped bytes */
     uint64_t peak;
     uint64_t next_base;
-    uint64_t pages_mapped;      /* device calls: one map per page */
+    uint64_t pages_mapped; /* device calls: one map per page */
     uint64_t pages_unmapped;
 } expandable;
 
@@ -328,5 +328,5 @@ static void device_calls(const void *model, uint64_t *allocs, uint64_t *frees)
     *frees = m->pages_unmapped;
 }
 
-const baseline_model_ops torch_expandable_ops = {create, alloc, release, reserved, peak_reserved, device_calls,
-                                                 destroy};
+const baseline_model_ops torch_expandable_ops = {create,        alloc,        release, reserved,
+                                                 peak_reserved, device_calls, destroy};

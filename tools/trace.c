@@ -40,8 +40,7 @@ static uint64_t capacity_after_push(const trace *t)
     return cap;
 }
 
-bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream,
-                uint64_t size)
+bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream, uint64_t size)
 {
     if (t->event_count == t->event_capacity) {
         uint64_t cap = capacity_after_push(t);
@@ -59,8 +58,7 @@ bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream
     /* Readers reject sizes whose sum could wrap only if a trace held 2^64
      * live bytes; saturate rather than trust that. */
     if (kind == TRACE_ALLOC) {
-        t->live_at_end_bytes = t->live_at_end_bytes + size < size ? UINT64_MAX
-                                                                 : t->live_at_end_bytes + size;
+        t->live_at_end_bytes = t->live_at_end_bytes + size < size ? UINT64_MAX : t->live_at_end_bytes + size;
         t->live_at_end++;
         if (t->live_at_end_bytes > t->peak_live_bytes) t->peak_live_bytes = t->live_at_end_bytes;
     } else {
@@ -162,8 +160,10 @@ void trace_set_name_from_path(trace *t, const char *path)
     base = base ? base + 1 : path;
     size_t n = strlen(base);
     if (ends_with(base, n, ".gz")) n -= 3;
-    if (ends_with(base, n, ".trace")) n -= 6;
-    else if (ends_with(base, n, ".csv")) n -= 4;
+    if (ends_with(base, n, ".trace"))
+        n -= 6;
+    else if (ends_with(base, n, ".csv"))
+        n -= 4;
     char raw[TRACE_NAME_MAX];
     if (n >= sizeof raw) n = sizeof raw - 1;
     memcpy(raw, base, n);
@@ -181,11 +181,16 @@ static size_t utf8_printable(const unsigned char *s)
     for (size_t i = 1; i < n; i++)
         if (s[i] < 0x80 || s[i] > 0xbf) return 0;
     unsigned char lo = 0x80, hi = 0xbf; /* the range of the second byte */
-    if (c == 0xc2) lo = 0xa0;           /* U+0080..U+009F are C1 controls */
-    else if (c == 0xe0) lo = 0xa0;      /* overlong */
-    else if (c == 0xed) hi = 0x9f;      /* surrogates */
-    else if (c == 0xf0) lo = 0x90;      /* overlong */
-    else if (c == 0xf4) hi = 0x8f;      /* past U+10FFFF */
+    if (c == 0xc2)
+        lo = 0xa0; /* U+0080..U+009F are C1 controls */
+    else if (c == 0xe0)
+        lo = 0xa0; /* overlong */
+    else if (c == 0xed)
+        hi = 0x9f; /* surrogates */
+    else if (c == 0xf0)
+        lo = 0x90; /* overlong */
+    else if (c == 0xf4)
+        hi = 0x8f; /* past U+10FFFF */
     return n && s[1] >= lo && s[1] <= hi ? n : 0;
 }
 

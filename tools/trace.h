@@ -20,18 +20,14 @@
 /** The longest name (workload, file) a trace keeps; longer ones are cut. */
 #define TRACE_NAME_MAX 256u
 
-typedef enum trace_event_kind {
-    TRACE_ALLOC = 0,
-    TRACE_FREE,
-    TRACE_EVENT_KIND_COUNT
-} trace_event_kind;
+typedef enum trace_event_kind { TRACE_ALLOC = 0, TRACE_FREE, TRACE_EVENT_KIND_COUNT } trace_event_kind;
 
 /** One event. For a free, size and stream repeat the allocation's. */
 typedef struct trace_event {
-    uint64_t size;          /**< bytes requested */
-    uint32_t alloc;         /**< dense allocation number, 0..allocations-1 */
-    uint16_t stream;        /**< dense stream index, 0..stream_count-1 */
-    uint8_t kind;           /**< trace_event_kind */
+    uint64_t size;   /**< bytes requested */
+    uint32_t alloc;  /**< dense allocation number, 0..allocations-1 */
+    uint16_t stream; /**< dense stream index, 0..stream_count-1 */
+    uint8_t kind;    /**< trace_event_kind */
 } trace_event;
 
 /** A whole trace. Zero-initialise, or use trace_init. */
@@ -39,33 +35,33 @@ typedef struct trace {
     trace_event *events;
     size_t event_count;
     size_t event_capacity;
-    uint32_t alloc_count;             /**< distinct allocations */
-    uint64_t streams[TRACE_MAX_STREAMS];  /**< stream number of each dense index */
+    uint32_t alloc_count;                /**< distinct allocations */
+    uint64_t streams[TRACE_MAX_STREAMS]; /**< stream number of each dense index */
     uint32_t stream_count;
-    uint64_t peak_live_bytes;         /**< computed from the events */
-    uint64_t live_at_end_bytes;       /**< computed from the events */
-    uint32_t live_at_end;             /**< allocations never freed */
-    bool header_peak_known;           /**< the header gave peak_live_bytes */
+    uint64_t peak_live_bytes;   /**< computed from the events */
+    uint64_t live_at_end_bytes; /**< computed from the events */
+    uint32_t live_at_end;       /**< allocations never freed */
+    bool header_peak_known;     /**< the header gave peak_live_bytes */
     uint64_t header_peak_live_bytes;
-    bool header_events_known;         /**< the header gave events */
+    bool header_events_known; /**< the header gave events */
     uint64_t header_events;
-    char workload[TRACE_NAME_MAX];    /**< header "workload", first word; may be "" */
-    char name[TRACE_NAME_MAX];        /**< file name without directories and extensions */
-    uint64_t max_events;              /**< readers refuse more; 0 = the memory bound (trace_full) */
-    uint64_t reader_bytes;            /**< memory the reader holds beside the events (its map of
+    char workload[TRACE_NAME_MAX]; /**< header "workload", first word; may be "" */
+    char name[TRACE_NAME_MAX];     /**< file name without directories and extensions */
+    uint64_t max_events;           /**< readers refuse more; 0 = the memory bound (trace_full) */
+    uint64_t reader_bytes;         /**< memory the reader holds beside the events (its map of
                                            ids), as it will be after the event being read */
-    uint64_t source_bytes;            /**< bytes decoded from the source, gunzipped */
+    uint64_t source_bytes;         /**< bytes decoded from the source, gunzipped */
     /* What a reader let pass with a warning (trace_print_warnings). */
-    uint64_t skipped_frees;           /**< RMM frees of pointers never seen allocated */
+    uint64_t skipped_frees; /**< RMM frees of pointers never seen allocated */
     uint64_t first_skipped_free_line;
-    uint64_t size_mismatches;         /**< RMM frees whose size differs from the allocation's */
+    uint64_t size_mismatches; /**< RMM frees whose size differs from the allocation's */
     uint64_t first_size_mismatch_line;
 } trace;
 
 /** A reader's complaint: where, and what. */
 typedef struct trace_error {
     char file[TRACE_NAME_MAX];
-    uint64_t line;          /**< 1-based; 0 when the problem is not one line */
+    uint64_t line; /**< 1-based; 0 when the problem is not one line */
     char message[256];
 } trace_error;
 
@@ -79,8 +75,7 @@ void trace_free(trace *t);
  * Appends an event; keeps peak and live-at-end figures up to date.
  * Returns false when host memory ran out (the trace is unchanged).
  */
-bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream,
-                uint64_t size);
+bool trace_push(trace *t, trace_event_kind kind, uint32_t alloc, uint16_t stream, uint64_t size);
 
 /**
  * The memory a reader may hold when trace.max_events is 0: an eighth of

@@ -40,7 +40,8 @@ static trace_format detect(line_reader *r)
 }
 
 /* The converter's name in messages: the script and its installed name. */
-#define CONVERTER "tools/torch_snapshot_to_trace.py FILE -o out.trace.gz (installed as relo-torch-snapshot-to-trace)"
+#define CONVERTER \
+    "tools/torch_snapshot_to_trace.py FILE -o out.trace.gz (installed as relo-torch-snapshot-to-trace)"
 
 /* What the first bytes of the data say the file is, when it is something
  * a trace reader does not read or the format asked does not fit: a
@@ -90,10 +91,14 @@ static bool read_source(trace_source *src, const char *name, trace_format format
     const char *why = peeked > 0 ? foreign(head, (size_t)peeked, format) : NULL;
     if (!why && format == TRACE_FORMAT_AUTO) format = detect(&r);
     bool ok;
-    if (why) ok = trace_fail(err, name, 0, "%s", why);
-    else if (format == TRACE_FORMAT_RMM) ok = trace_parse_rmm(&r, name, out, err);
-    else if (format == TRACE_FORMAT_RELO) ok = trace_parse_relo(&r, name, out, err);
-    else ok = trace_fail(err, name, 0, "unknown trace format");
+    if (why)
+        ok = trace_fail(err, name, 0, "%s", why);
+    else if (format == TRACE_FORMAT_RMM)
+        ok = trace_parse_rmm(&r, name, out, err);
+    else if (format == TRACE_FORMAT_RELO)
+        ok = trace_parse_relo(&r, name, out, err);
+    else
+        ok = trace_fail(err, name, 0, "unknown trace format");
     /* A line the reader refused (too long) is bad whatever follows it, and
      * so is a file of another kind; a line the parser refused may be
      * garbage from corrupt data. */
@@ -110,14 +115,14 @@ static bool read_source(trace_source *src, const char *name, trace_format format
     return ok;
 }
 
-bool trace_read_path(const char *path, trace_format format, uint64_t max_events, trace *out,
-                     trace_error *err)
+bool trace_read_path(const char *path, trace_format format, uint64_t max_events, trace *out, trace_error *err)
 {
     trace_source src;
     char msg[256];
     bool in = strcmp(path, "-") == 0;
     const char *name = in ? "stdin" : path;
-    if (!(in ? trace_source_open_stdin(&src, msg, sizeof msg) : trace_source_open_path(&src, path, msg, sizeof msg))) {
+    if (!(in ? trace_source_open_stdin(&src, msg, sizeof msg)
+             : trace_source_open_path(&src, path, msg, sizeof msg))) {
         trace_init(out);
         return trace_fail(err, name, 0, "%s", msg);
     }
@@ -142,8 +147,8 @@ bool trace_read_stream(FILE *f, const char *name, trace_format format, trace *ou
     return read_source(&src, name, format, 0, out, err);
 }
 
-bool trace_read_buffer(const void *data, size_t size, const char *name, trace_format format,
-                       trace *out, trace_error *err)
+bool trace_read_buffer(const void *data, size_t size, const char *name, trace_format format, trace *out,
+                       trace_error *err)
 {
     trace_source src;
     trace_source_open_memory(&src, data, size);

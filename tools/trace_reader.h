@@ -17,9 +17,9 @@
 #include "trace.h"
 
 typedef enum trace_format {
-    TRACE_FORMAT_AUTO = 0,  /**< RMM when the first line is its CSV header, else relo */
-    TRACE_FORMAT_RELO,      /**< docs/trace-format.md, version 1 */
-    TRACE_FORMAT_RMM,       /**< Thread,Time,Action,Pointer,Size,Stream */
+    TRACE_FORMAT_AUTO = 0, /**< RMM when the first line is its CSV header, else relo */
+    TRACE_FORMAT_RELO,     /**< docs/trace-format.md, version 1 */
+    TRACE_FORMAT_RMM,      /**< Thread,Time,Action,Pointer,Size,Stream */
     TRACE_FORMAT_COUNT
 } trace_format;
 
@@ -45,13 +45,12 @@ bool trace_read_path(const char *path, trace_format format, uint64_t max_events,
 
 /** As trace_read_file, from an open FILE* of plain text; name is used in
  *  messages and as the trace's name. The caller keeps f. */
-bool trace_read_stream(FILE *f, const char *name, trace_format format, trace *out,
-                       trace_error *err);
+bool trace_read_stream(FILE *f, const char *name, trace_format format, trace *out, trace_error *err);
 
 /** As trace_read_file, from size bytes of plain text at data (for fuzzing
  *  and tests). data need not be NUL-terminated. */
-bool trace_read_buffer(const void *data, size_t size, const char *name, trace_format format,
-                       trace *out, trace_error *err);
+bool trace_read_buffer(const void *data, size_t size, const char *name, trace_format format, trace *out,
+                       trace_error *err);
 
 /**
  * The relo-format parser: reads every line of r into t. name is for

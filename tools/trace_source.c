@@ -195,8 +195,7 @@ static long read_some(trace_source *s, char *buf, size_t cap, char *msg, size_t 
         return n;
     }
 #endif
-    case TRACE_SOURCE_KIND_COUNT:
-        break;
+    case TRACE_SOURCE_KIND_COUNT: break;
     }
     snprintf(msg, msg_cap, "internal error: unknown source");
     return -1;
@@ -227,9 +226,10 @@ bool trace_source_close(trace_source *s, bool drain, char *msg, size_t msg_cap)
         int status = pclose(s->file);
         if (at_end && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
             s->failed = true;
-            snprintf(msg, msg_cap,
-                     "truncated or corrupt gzip data (gzip -dc exited with status %d)",
-                     status == -1 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+            snprintf(msg, msg_cap, "truncated or corrupt gzip data (gzip -dc exited with status %d)",
+                     status == -1        ? -1
+                     : WIFEXITED(status) ? WEXITSTATUS(status)
+                                         : 128);
             ok = false;
         }
         break;
@@ -244,7 +244,8 @@ bool trace_source_close(trace_source *s, bool drain, char *msg, size_t msg_cap)
             char why[256];
             uint64_t drained = 0;
             long n;
-            while (drained < TRACE_SOURCE_DRAIN_MAX && (n = trace_source_read(s, sink, sizeof sink, why, sizeof why)) > 0)
+            while (drained < TRACE_SOURCE_DRAIN_MAX &&
+                   (n = trace_source_read(s, sink, sizeof sink, why, sizeof why)) > 0)
                 drained += (uint64_t)n;
         }
         gzclose((gzFile)s->gz);
@@ -255,8 +256,7 @@ bool trace_source_close(trace_source *s, bool drain, char *msg, size_t msg_cap)
 #endif
         break;
     case TRACE_SOURCE_MEMORY:
-    case TRACE_SOURCE_KIND_COUNT:
-        break;
+    case TRACE_SOURCE_KIND_COUNT: break;
     }
     s->file = NULL;
     s->gz = NULL;

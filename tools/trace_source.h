@@ -17,22 +17,22 @@
 
 typedef enum trace_source_kind {
     TRACE_SOURCE_MEMORY = 0,
-    TRACE_SOURCE_FILE,       /**< a FILE* read as is */
-    TRACE_SOURCE_ZLIB,       /**< a gzip file through zlib */
-    TRACE_SOURCE_PIPE,       /**< a gzip file through `gzip -dc` */
+    TRACE_SOURCE_FILE, /**< a FILE* read as is */
+    TRACE_SOURCE_ZLIB, /**< a gzip file through zlib */
+    TRACE_SOURCE_PIPE, /**< a gzip file through `gzip -dc` */
     TRACE_SOURCE_KIND_COUNT
 } trace_source_kind;
 
 typedef struct trace_source {
     trace_source_kind kind;
-    bool owns_file;          /* close the FILE* on trace_source_close */
-    FILE *file;              /* FILE and PIPE */
-    void *gz;                /* ZLIB: a gzFile */
-    const char *data;        /* MEMORY */
+    bool owns_file;   /* close the FILE* on trace_source_close */
+    FILE *file;       /* FILE and PIPE */
+    void *gz;         /* ZLIB: a gzFile */
+    const char *data; /* MEMORY */
     size_t size;
     size_t pos;
-    uint64_t bytes;          /* bytes handed out by trace_source_read, drain included */
-    bool failed;             /* a read failed: error says why */
+    uint64_t bytes; /* bytes handed out by trace_source_read, drain included */
+    bool failed;    /* a read failed: error says why */
     char error[256];
 } trace_source;
 

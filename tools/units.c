@@ -111,9 +111,13 @@ char *units_format_bytes(uint64_t bytes, char *out, size_t cap)
         v /= 1024.0;
         i++;
     }
-    if (i == 0) snprintf(out, cap, "%llu B", (unsigned long long)bytes);
-    else if (v < 10.0) snprintf(out, cap, "%.2f %s", v, names[i]);
-    else if (v < 100.0) snprintf(out, cap, "%.1f %s", v, names[i]);
-    else snprintf(out, cap, "%.0f %s", v, names[i]);
+    if (i == 0)
+        snprintf(out, cap, "%llu B", (unsigned long long)bytes);
+    else if (v < 10.0)
+        snprintf(out, cap, "%.2f %s", v, names[i]);
+    else if (v < 100.0)
+        snprintf(out, cap, "%.1f %s", v, names[i]);
+    else
+        snprintf(out, cap, "%.0f %s", v, names[i]);
     return out;
 }

@@ -20,8 +20,10 @@ static double per_1k(uint64_t calls, uint64_t events_done)
 static void capacity_name(uint64_t capacity, bool at_fit, char *out, size_t cap)
 {
     char b[32];
-    if (!capacity) snprintf(out, cap, "unlimited");
-    else snprintf(out, cap, "%s%s", at_fit ? "fit " : "", units_format_bytes(capacity, b, sizeof b));
+    if (!capacity)
+        snprintf(out, cap, "unlimited");
+    else
+        snprintf(out, cap, "%s%s", at_fit ? "fit " : "", units_format_bytes(capacity, b, sizeof b));
 }
 
 static verdict_run *add_run(verdict *v, int row, bool at_fit, uint64_t capacity)
@@ -223,7 +225,8 @@ char *verdict_outcome(const verdict *v, const verdict_run *r, char *out, size_t 
     char at[32], of[32];
     size_t events = v->t->event_count ? v->t->event_count : 1;
     snprintf(out, cap, "%s at event %s of %s (%.0f %%)", r->out_of_memory ? "out of memory" : "failed",
-             verdict_count(r->failed_event + 1, at, sizeof at), verdict_count(v->t->event_count, of, sizeof of),
+             verdict_count(r->failed_event + 1, at, sizeof at),
+             verdict_count(v->t->event_count, of, sizeof of),
              100.0 * (double)r->failed_event / (double)events);
     return out;
 }

@@ -27,39 +27,39 @@
 
 /** One replay on one capacity. */
 typedef struct verdict_run {
-    char name[80];              /**< e.g. "relo packed, 94.0 MiB", "pytorch, fit 117 MiB" */
-    int row;                    /**< the allocator (index into verdict.rows) */
-    bool relo;                  /**< a relo replay (else a baseline model) */
-    bool at_fit;                /**< on the allocator's fit capacity */
-    uint64_t capacity;          /**< 0 = unlimited */
-    bool ok;                    /**< completed */
-    bool out_of_memory;         /**< stopped because the device refused memory */
-    uint64_t failed_event;      /**< 0-based; when !ok */
+    char name[80];         /**< e.g. "relo packed, 94.0 MiB", "pytorch, fit 117 MiB" */
+    int row;               /**< the allocator (index into verdict.rows) */
+    bool relo;             /**< a relo replay (else a baseline model) */
+    bool at_fit;           /**< on the allocator's fit capacity */
+    uint64_t capacity;     /**< 0 = unlimited */
+    bool ok;               /**< completed */
+    bool out_of_memory;    /**< stopped because the device refused memory */
+    uint64_t failed_event; /**< 0-based; when !ok */
     uint64_t events_done;
-    uint64_t peak_held;         /**< bytes of device memory held at the peak */
-    double time_avg_ratio;      /**< held ÷ live, each summed over events; 0 when unknown */
+    uint64_t peak_held;    /**< bytes of device memory held at the peak */
+    double time_avg_ratio; /**< held ÷ live, each summed over events; 0 when unknown */
     uint64_t end_held, end_live;
-    uint64_t bytes_moved;       /**< 0 for a model, which never moves */
-    uint64_t device_allocs;     /**< buffers taken from the device */
-    double allocs_per_1k;       /**< device_allocs per 1,000 events done */
-    const sampler *samples;     /**< its timeline; relo's carry outdated bytes and relocations */
+    uint64_t bytes_moved;   /**< 0 for a model, which never moves */
+    uint64_t device_allocs; /**< buffers taken from the device */
+    double allocs_per_1k;   /**< device_allocs per 1,000 events done */
+    const sampler *samples; /**< its timeline; relo's carry outdated bytes and relocations */
 } verdict_run;
 
 /** One allocator. */
 typedef struct verdict_row {
-    char name[32];              /**< "relo packed", "relo adaptive", "pytorch", ... */
+    char name[32]; /**< "relo packed", "relo adaptive", "pytorch", ... */
     bool relo;
-    bool fitted;                /**< a fit search ran */
+    bool fitted; /**< a fit search ran */
     bool fit_found;
     uint64_t fit_capacity;
-    double fit_ratio;           /**< fit capacity ÷ the trace's peak live bytes */
-    int reported;               /**< its run on the reported capacity (index into runs) */
-    int measured;               /**< the run its figures come from; -1 when none completed */
+    double fit_ratio; /**< fit capacity ÷ the trace's peak live bytes */
+    int reported;     /**< its run on the reported capacity (index into runs) */
+    int measured;     /**< the run its figures come from; -1 when none completed */
 } verdict_row;
 
 typedef struct verdict {
     const trace *t;
-    uint64_t capacity;          /**< the reported capacity; 0 = unlimited */
+    uint64_t capacity; /**< the reported capacity; 0 = unlimited */
     verdict_row rows[VERDICT_MAX_ROWS];
     int row_count;
     verdict_run runs[VERDICT_MAX_RUNS];

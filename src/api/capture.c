@@ -43,7 +43,8 @@ relo_status relo__capture_touch(struct relo_stream *stream, relo_page *page)
  * or a graph being destroyed), then frees it. */
 static void graph_free(struct relo_graph *g)
 {
-    for (uint32_t i = 0; i < g->foreign_count; i++) relo__pool_page_unguard(g->foreign[i]->pool, g->foreign[i]);
+    for (uint32_t i = 0; i < g->foreign_count; i++)
+        relo__pool_page_unguard(g->foreign[i]->pool, g->foreign[i]);
     relo__free(g->foreign);
     relo__free(g->pages);
     relo__free(g);
@@ -151,7 +152,8 @@ void relo_graph_destroy(relo_graph *graph)
     if (!graph) return;
     relo_device *d = graph->device;
     relo__device_lock(d);
-    for (uint32_t i = 0; i < graph->count; i++) relo__pool_page_unguard(graph->pages[i]->pool, graph->pages[i]);
+    for (uint32_t i = 0; i < graph->count; i++)
+        relo__pool_page_unguard(graph->pages[i]->pool, graph->pages[i]);
     d->graphs--;
     graph_free(graph);
     relo__device_unlock(d);

@@ -12,7 +12,7 @@
 /* What the per-pool check carries across the walk of one stream. */
 typedef struct pool_walk {
     const struct relo_stream *stream;
-    const char *why;          /* the first broken invariant, or NULL */
+    const char *why; /* the first broken invariant, or NULL */
     uint64_t reserved;
     uint64_t allocations;
 } pool_walk;
@@ -50,8 +50,8 @@ static bool check_page(void *user, const relo_page *p, const char **why)
         *why = "a page is still fenced outside a compaction pass";
         return false;
     }
-    if (p->pool->outdated && p->pool->kind == RELO_POOL_SLICED && p->occupied == 0 && !p->guards && !p->pending &&
-        d->recording == 0) {
+    if (p->pool->outdated && p->pool->kind == RELO_POOL_SLICED && p->occupied == 0 && !p->guards &&
+        !p->pending && d->recording == 0) {
         *why = "empty outdated page is not queued for release";
         return false;
     }

@@ -239,7 +239,8 @@ static relo_status resolve(relo_stream *stream, relo_handle handle, bool pin, re
         relo_slice *slice = slot->slice;
         relo_page *page = slice->page;
         st = pin && relo__slot_pins(slot) == UINT32_MAX ? RELO_ERR_INVALID_ARGUMENT : RELO_OK;
-        if (st == RELO_OK && stream->capture.state == RELO_CAPTURE_RECORDING) st = relo__capture_touch(stream, page);
+        if (st == RELO_OK && stream->capture.state == RELO_CAPTURE_RECORDING)
+            st = relo__capture_touch(stream, page);
         if (st == RELO_OK && pin) st = relo__slot_pin(slot, 1);
         if (st == RELO_OK) {
             relo__pass_veto(d, slice);
@@ -318,7 +319,8 @@ static relo_status transfer(relo_device *d, relo_handle handle, uint64_t offset,
     relo_status st = access_check(d, handle, offset, data, n, has_op, &slice);
     /* A write waits out another thread's move of the allocation, as a pin;
      * a read waits out a slide, which overwrites the bytes it would read. */
-    while (st == RELO_OK && (to_device || relo__pass_is_slide(d, slice)) && relo__pass_wait_for_move(d, slice))
+    while (st == RELO_OK && (to_device || relo__pass_is_slide(d, slice)) &&
+           relo__pass_wait_for_move(d, slice))
         st = access_check(d, handle, offset, data, n, has_op, &slice);
     if (st != RELO_OK || n == 0) {
         relo__device_unlock(d);
@@ -337,8 +339,7 @@ static relo_status transfer(relo_device *d, relo_handle handle, uint64_t offset,
     return st;
 }
 
-relo_status relo_write(relo_device *device, relo_handle handle, uint64_t offset, const void *data,
-                       uint64_t n)
+relo_status relo_write(relo_device *device, relo_handle handle, uint64_t offset, const void *data, uint64_t n)
 {
     if (!device) return RELO_ERR_INVALID_ARGUMENT;
     return transfer(device, handle, offset, (void *)(uintptr_t)data, n, true);

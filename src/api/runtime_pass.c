@@ -12,7 +12,8 @@
 #include "base/hostmem.h"
 #include "pass/relocation.h"
 
-_Static_assert((int)RELO_PASS_LANDED == (int)RELO_COPY_LANDED && (int)RELO_PASS_ABANDONED == (int)RELO_COPY_ABANDONED &&
+_Static_assert((int)RELO_PASS_LANDED == (int)RELO_COPY_LANDED &&
+                   (int)RELO_PASS_ABANDONED == (int)RELO_COPY_ABANDONED &&
                    (int)RELO_PASS_UNKNOWN == (int)RELO_COPY_UNKNOWN,
                "a pass outcome is a copy outcome");
 

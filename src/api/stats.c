@@ -93,8 +93,8 @@ static void stats_json(const relo_stats *stats, FILE *f)
 {
     const char *sep = "";
     fputc('{', f);
-#define RELO_X_(name, text)                                                    \
-    fprintf(f, "%s\"%s\": %" PRIu64, sep, #name, stats->name);                 \
+#define RELO_X_(name, text)                                    \
+    fprintf(f, "%s\"%s\": %" PRIu64, sep, #name, stats->name); \
     sep = ", ";
     RELO_STATS_LIST(RELO_X_)
 #undef RELO_X_
@@ -107,13 +107,15 @@ static uint64_t page_json(const relo_device *d, const relo_pool *p, const relo_p
     uint64_t largest = 0;
     fprintf(f,
             "{\"index\": %" PRIu32 ", \"size\": %" PRIu64 ", \"address\": %" PRIu64 ", \"order\": %" PRIu64
-            ", \"outdated\": %s, \"guards\": %" PRIu32 ", \"fenced\": %s, \"pending\": %s"
+            ", \"outdated\": %s, \"guards\": %" PRIu32
+            ", \"fenced\": %s, \"pending\": %s"
             ", \"occupied_bytes\": %" PRIu64 ", \"slices\": [",
             pg->index, pg->size, pg->address, pg->order, p->outdated ? "true" : "false", pg->guards,
             pg->fenced ? "true" : "false", pg->pending ? "true" : "false", pg->occupied_bytes);
     for (const relo_slice *sl = pg->first; sl; sl = sl->next) {
-        fprintf(f, "%s{\"offset\": %" PRIu64 ", \"length\": %" PRIu64 ", \"size\": %" PRIu64
-                   ", \"state\": \"%s\", \"handle\": ",
+        fprintf(f,
+                "%s{\"offset\": %" PRIu64 ", \"length\": %" PRIu64 ", \"size\": %" PRIu64
+                ", \"state\": \"%s\", \"handle\": ",
                 sl == pg->first ? "" : ", ", sl->offset, sl->length, sl->size,
                 relo__slice_state_name((relo_slice_state)sl->state));
         if (sl->state == RELO_SLICE_LIVE)

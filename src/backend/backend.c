@@ -8,14 +8,13 @@
 
 #include "base/hostmem.h"
 
-relo_status relo_backend_create(const relo_backend_ops *ops, void *ctx,
-                                const relo_backend_props *props, relo_backend **out)
+relo_status relo_backend_create(const relo_backend_ops *ops, void *ctx, const relo_backend_props *props,
+                                relo_backend **out)
 {
     if (!ops || !props || !out) return RELO_ERR_INVALID_ARGUMENT;
     if (!ops->alloc || !ops->free || !ops->wait_device || !ops->copy || !ops->wait_copies)
         return RELO_ERR_INVALID_ARGUMENT;
-    if (props->alignment == 0 || props->max_page_size < props->alignment)
-        return RELO_ERR_INVALID_ARGUMENT;
+    if (props->alignment == 0 || props->max_page_size < props->alignment) return RELO_ERR_INVALID_ARGUMENT;
     relo_backend *b = relo__calloc(sizeof *b);
     if (!b) return RELO_ERR_HOST_MEMORY;
     b->ops = *ops;

@@ -9,9 +9,9 @@
 #include "relo_backend.h"
 
 struct relo_backend {
-    relo_backend_ops ops;      /* copied at creation; read-only after */
-    void *ctx;                 /* the backend's own state */
-    relo_backend_props props;  /* read-only after creation */
+    relo_backend_ops ops;     /* copied at creation; read-only after */
+    void *ctx;                /* the backend's own state */
+    relo_backend_props props; /* read-only after creation */
 };
 
 #endif /* RELO_BACKEND_INTERNAL_H */

@@ -25,9 +25,9 @@
 #define CUDA_GRANULE (UINT64_C(2) << 20) /* what the driver rounds each allocation up to */
 
 typedef struct cuda_ctx {
-    CUcontext context;     /* the caller's; not owned; set at creation */
-    CUstream copy_stream;  /* relocation copies; set at creation */
-    int own_copy_stream;   /* the backend created it and destroys it */
+    CUcontext context;      /* the caller's; not owned; set at creation */
+    CUstream copy_stream;   /* relocation copies; set at creation */
+    int own_copy_stream;    /* the backend created it and destroys it */
     _Atomic int last_error; /* CUresult of the last failed driver call; atomic */
 } cuda_ctx;
 
@@ -91,8 +91,7 @@ static void cu_free(void *ctx, void *buffer, uint64_t size)
     (void)pop(c, cuda_status(c, cuMemFree(ptr_of(buffer, 0))));
 }
 
-static relo_status cu_write(void *ctx, void *buffer, uint64_t offset, const void *src,
-                            uint64_t n)
+static relo_status cu_write(void *ctx, void *buffer, uint64_t offset, const void *src, uint64_t n)
 {
     cuda_ctx *c = ctx;
     if (n == 0) return RELO_OK;
@@ -135,8 +134,8 @@ static relo_status cu_wait_device(void *ctx)
     return pop(c, cuda_status(c, cuCtxSynchronize()));
 }
 
-static relo_status cu_copy(void *ctx, void *src, uint64_t src_offset, void *dst,
-                           uint64_t dst_offset, uint64_t n)
+static relo_status cu_copy(void *ctx, void *src, uint64_t src_offset, void *dst, uint64_t dst_offset,
+                           uint64_t n)
 {
     cuda_ctx *c = ctx;
     if (n == 0) return RELO_OK;
@@ -145,8 +144,8 @@ static relo_status cu_copy(void *ctx, void *src, uint64_t src_offset, void *dst,
     if (s != RELO_OK) return s;
     /* One stream runs its copies in the order enqueued, as relo_backend.h
      * asks of copies whose ranges meet (a slide's pieces). */
-    s = cuda_status(c, cuMemcpyDtoDAsync(ptr_of(dst, dst_offset), ptr_of(src, src_offset),
-                                         (size_t)n, c->copy_stream));
+    s = cuda_status(c, cuMemcpyDtoDAsync(ptr_of(dst, dst_offset), ptr_of(src, src_offset), (size_t)n,
+                                         c->copy_stream));
     return pop(c, s);
 }
 

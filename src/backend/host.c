@@ -46,8 +46,7 @@ static void host_free(void *ctx, void *buffer, uint64_t size)
     relo__hostlike_free_done(ctx, size);
 }
 
-static relo_status host_write(void *ctx, void *buffer, uint64_t offset, const void *src,
-                              uint64_t n)
+static relo_status host_write(void *ctx, void *buffer, uint64_t offset, const void *src, uint64_t n)
 {
     (void)ctx;
     if (n) memcpy((unsigned char *)buffer + offset, src, (size_t)n);
@@ -61,16 +60,15 @@ static relo_status host_read(void *ctx, void *buffer, uint64_t offset, void *dst
     return RELO_OK;
 }
 
-static relo_status host_copy(void *ctx, void *src, uint64_t src_offset, void *dst,
-                             uint64_t dst_offset, uint64_t n)
+static relo_status host_copy(void *ctx, void *src, uint64_t src_offset, void *dst, uint64_t dst_offset,
+                             uint64_t n)
 {
     relo__hostlike *h = ctx;
     relo_status s = relo__hostlike_copy_admit(h);
     if (s != RELO_OK) return s;
     /* memmove rather than memcpy: the contract promises no overlap, but a
      * core bug that breaks the promise should corrupt nothing extra. */
-    if (n) memmove((unsigned char *)dst + dst_offset, (const unsigned char *)src + src_offset,
-                   (size_t)n);
+    if (n) memmove((unsigned char *)dst + dst_offset, (const unsigned char *)src + src_offset, (size_t)n);
     relo__hostlike_copy_done(h);
     return RELO_OK;
 }

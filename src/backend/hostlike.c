@@ -49,8 +49,8 @@ static void copy_faults(relo_host_desc *to, const relo_host_desc *from)
  * effective values; default_granule stands in for desc->granule == 0.
  * Returns RELO_OK or RELO_ERR_INVALID_ARGUMENT (max page size below the
  * alignment, or an alignment whose power-of-two round-up overflows). */
-static relo_status hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc,
-                                uint64_t default_granule, relo_backend_props *props)
+static relo_status hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc, uint64_t default_granule,
+                                 relo_backend_props *props)
 {
     relo_host_desc zero;
     memset(&zero, 0, sizeof zero);
@@ -76,8 +76,7 @@ static relo_status hostlike_init(relo__hostlike *ctx, const relo_host_desc *desc
     ctx->address_alignment = address_alignment;
     /* Sim addresses start well above zero so that no buffer's address is 0,
      * which the contract reserves for "no device address". */
-    ctx->next_address = address_alignment > (UINT64_C(1) << 32) ? address_alignment
-                                                                 : (UINT64_C(1) << 32);
+    ctx->next_address = address_alignment > (UINT64_C(1) << 32) ? address_alignment : (UINT64_C(1) << 32);
 
     props->alignment = alignment;
     props->max_page_size = max_page;
@@ -124,10 +123,8 @@ relo_status relo__hostlike_alloc_claim(relo__hostlike *ctx, uint64_t size, uint6
     }
     relo__lock_acquire(&ctx->lock);
     relo_status st = RELO_OK;
-    if (ctx->faults.refuse_alloc_above && size > ctx->faults.refuse_alloc_above)
-        st = RELO_ERR_OUT_OF_MEMORY;
-    if (ctx->faults.refuse_alloc_after &&
-        ctx->allocs_since_faults >= ctx->faults.refuse_alloc_after)
+    if (ctx->faults.refuse_alloc_above && size > ctx->faults.refuse_alloc_above) st = RELO_ERR_OUT_OF_MEMORY;
+    if (ctx->faults.refuse_alloc_after && ctx->allocs_since_faults >= ctx->faults.refuse_alloc_after)
         st = RELO_ERR_OUT_OF_MEMORY;
     /* Written as a subtraction so that a size near 2^64 cannot wrap. */
     if (ctx->capacity &&
@@ -172,8 +169,7 @@ void relo__hostlike_free_done(relo__hostlike *ctx, uint64_t size)
 relo_status relo__hostlike_copy_admit(const relo__hostlike *ctx)
 {
     if (ctx->faults.refuse_copies) return RELO_ERR_BACKEND;
-    if (ctx->faults.refuse_copy_after &&
-        ctx->copies_since_faults >= ctx->faults.refuse_copy_after)
+    if (ctx->faults.refuse_copy_after && ctx->copies_since_faults >= ctx->faults.refuse_copy_after)
         return RELO_ERR_BACKEND;
     return RELO_OK;
 }

@@ -22,21 +22,21 @@
 
 /* The context of a host or sim backend (see above for who writes what). */
 typedef struct relo__hostlike {
-    relo_lock lock;                /* bytes held, the alloc and free counts, allocs_since_faults,
+    relo_lock lock;               /* bytes held, the alloc and free counts, allocs_since_faults,
                                       next_address; relo's own lock (base/lock.h), whose uncontended
                                       take and give are a compare-exchange and an exchange
                                       where glibc's mutex pair costs about 33 instructions: a
                                       page the packed placement takes and gives back pays two */
-    relo_host_desc faults;         /* refuse_* and fail_* in force; the rest unused */
-    uint64_t capacity;             /* bytes lent before refusing; 0 = unlimited */
-    uint64_t max_page_size;        /* largest buffer accepted */
-    uint64_t granule;              /* each buffer is charged its size rounded up to this; ≤ 1 = bytes */
-    uint64_t address_alignment;    /* power of two ≥ alignment: what addresses honour */
-    relo_host_counts counts;       /* calls served so far */
-    uint64_t allocs_since_faults;  /* successful allocs since creation or set_faults */
-    uint64_t copies_since_faults;  /* successful copies since creation or set_faults */
-    uint64_t next_address;         /* sim only: the next virtual address to hand out (lock) */
-    bool no_free_fill;             /* host only: freed buffers skip their fill */
+    relo_host_desc faults;        /* refuse_* and fail_* in force; the rest unused */
+    uint64_t capacity;            /* bytes lent before refusing; 0 = unlimited */
+    uint64_t max_page_size;       /* largest buffer accepted */
+    uint64_t granule;             /* each buffer is charged its size rounded up to this; ≤ 1 = bytes */
+    uint64_t address_alignment;   /* power of two ≥ alignment: what addresses honour */
+    relo_host_counts counts;      /* calls served so far */
+    uint64_t allocs_since_faults; /* successful allocs since creation or set_faults */
+    uint64_t copies_since_faults; /* successful copies since creation or set_faults */
+    uint64_t next_address;        /* sim only: the next virtual address to hand out (lock) */
+    bool no_free_fill;            /* host only: freed buffers skip their fill */
 } relo__hostlike;
 
 /* What the hostlike backends' granule defaults to: sim charges as CUDA

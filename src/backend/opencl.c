@@ -22,7 +22,7 @@
 #include "base/hostmem.h"
 
 typedef struct opencl_ctx {
-    cl_context context;          /* retained */
+    cl_context context; /* retained */
     cl_device_id device;
     cl_command_queue copy_queue; /* retained */
     bool out_of_order;           /* the copy queue may reorder commands: each
@@ -31,7 +31,7 @@ typedef struct opencl_ctx {
     cl_command_queue *queues;    /* registered streams' queues, each retained */
     size_t queue_count;
     size_t queue_cap;
-    cl_int last_error;           /* of the last failed OpenCL call */
+    cl_int last_error; /* of the last failed OpenCL call */
 } opencl_ctx;
 
 /* What an OpenCL error means to relo. Allocation refusals only count as
@@ -44,14 +44,11 @@ static relo_status opencl_status(opencl_ctx *c, cl_int err, int allocating)
     c->last_error = err;
     pthread_mutex_unlock(&c->lock);
     switch (err) {
-    case CL_OUT_OF_HOST_MEMORY:
-        return RELO_ERR_HOST_MEMORY;
+    case CL_OUT_OF_HOST_MEMORY: return RELO_ERR_HOST_MEMORY;
     case CL_MEM_OBJECT_ALLOCATION_FAILURE:
     case CL_OUT_OF_RESOURCES:
-    case CL_INVALID_BUFFER_SIZE:
-        return allocating ? RELO_ERR_OUT_OF_MEMORY : RELO_ERR_BACKEND;
-    default:
-        return RELO_ERR_BACKEND;
+    case CL_INVALID_BUFFER_SIZE: return allocating ? RELO_ERR_OUT_OF_MEMORY : RELO_ERR_BACKEND;
+    default: return RELO_ERR_BACKEND;
     }
 }
 
@@ -76,16 +73,15 @@ static void ocl_free(void *ctx, void *buffer, uint64_t size)
     (void)opencl_status(c, clReleaseMemObject((cl_mem)buffer), 0);
 }
 
-static relo_status ocl_write(void *ctx, void *buffer, uint64_t offset, const void *src,
-                             uint64_t n)
+static relo_status ocl_write(void *ctx, void *buffer, uint64_t offset, const void *src, uint64_t n)
 {
     opencl_ctx *c = ctx;
     /* OpenCL refuses zero-byte transfers (CL_INVALID_VALUE); there is
      * nothing to do. */
     if (n == 0) return RELO_OK;
     if (offset > SIZE_MAX || n > SIZE_MAX) return RELO_ERR_BACKEND;
-    cl_int err = clEnqueueWriteBuffer(c->copy_queue, (cl_mem)buffer, CL_TRUE, (size_t)offset,
-                                      (size_t)n, src, 0, NULL, NULL);
+    cl_int err = clEnqueueWriteBuffer(c->copy_queue, (cl_mem)buffer, CL_TRUE, (size_t)offset, (size_t)n, src,
+                                      0, NULL, NULL);
     return opencl_status(c, err, 0);
 }
 
@@ -94,8 +90,8 @@ static relo_status ocl_read(void *ctx, void *buffer, uint64_t offset, void *dst,
     opencl_ctx *c = ctx;
     if (n == 0) return RELO_OK;
     if (offset > SIZE_MAX || n > SIZE_MAX) return RELO_ERR_BACKEND;
-    cl_int err = clEnqueueReadBuffer(c->copy_queue, (cl_mem)buffer, CL_TRUE, (size_t)offset,
-                                     (size_t)n, dst, 0, NULL, NULL);
+    cl_int err = clEnqueueReadBuffer(c->copy_queue, (cl_mem)buffer, CL_TRUE, (size_t)offset, (size_t)n, dst,
+                                     0, NULL, NULL);
     return opencl_status(c, err, 0);
 }
 
@@ -128,8 +124,8 @@ static relo_status ocl_wait_device(void *ctx)
     return first != RELO_OK ? first : s;
 }
 
-static relo_status ocl_copy(void *ctx, void *src, uint64_t src_offset, void *dst,
-                            uint64_t dst_offset, uint64_t n)
+static relo_status ocl_copy(void *ctx, void *src, uint64_t src_offset, void *dst, uint64_t dst_offset,
+                            uint64_t n)
 {
     opencl_ctx *c = ctx;
     if (n == 0) return RELO_OK;
@@ -235,16 +231,12 @@ static const relo_backend_ops opencl_ops = {
 static relo_status create_status(cl_int err)
 {
     switch (err) {
-    case CL_SUCCESS:
-        return RELO_OK;
+    case CL_SUCCESS: return RELO_OK;
     case CL_INVALID_CONTEXT:
     case CL_INVALID_DEVICE:
-    case CL_INVALID_COMMAND_QUEUE:
-        return RELO_ERR_INVALID_ARGUMENT;
-    case CL_OUT_OF_HOST_MEMORY:
-        return RELO_ERR_HOST_MEMORY;
-    default:
-        return RELO_ERR_BACKEND;
+    case CL_INVALID_COMMAND_QUEUE: return RELO_ERR_INVALID_ARGUMENT;
+    case CL_OUT_OF_HOST_MEMORY: return RELO_ERR_HOST_MEMORY;
+    default: return RELO_ERR_BACKEND;
     }
 }
 
@@ -255,11 +247,9 @@ static relo_status query_props(cl_device_id device, relo_backend_props *props)
     cl_uint align_bits = 0;
     cl_int err = clGetDeviceInfo(device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL);
     if (err == CL_SUCCESS)
-        err = clGetDeviceInfo(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc,
-                              NULL);
+        err = clGetDeviceInfo(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
     if (err == CL_SUCCESS)
-        err = clGetDeviceInfo(device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits,
-                              &align_bits, NULL);
+        err = clGetDeviceInfo(device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
     if (err != CL_SUCCESS) return create_status(err);
 
     uint64_t alignment = align_bits / 8u;
@@ -273,8 +263,8 @@ static relo_status query_props(cl_device_id device, relo_backend_props *props)
 }
 
 /* Contract in relo_opencl.h. */
-relo_status relo_backend_opencl_create(cl_context context, cl_device_id device,
-                                       cl_command_queue copy_queue, relo_backend **out)
+relo_status relo_backend_opencl_create(cl_context context, cl_device_id device, cl_command_queue copy_queue,
+                                       relo_backend **out)
 {
     if (!context || !device || !copy_queue || !out) return RELO_ERR_INVALID_ARGUMENT;
 
@@ -282,8 +272,7 @@ relo_status relo_backend_opencl_create(cl_context context, cl_device_id device,
     cl_device_id qdev = NULL;
     cl_command_queue_properties qprops = 0;
     cl_int err = clGetCommandQueueInfo(copy_queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
-    if (err == CL_SUCCESS)
-        err = clGetCommandQueueInfo(copy_queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
+    if (err == CL_SUCCESS) err = clGetCommandQueueInfo(copy_queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
     if (err == CL_SUCCESS)
         err = clGetCommandQueueInfo(copy_queue, CL_QUEUE_PROPERTIES, sizeof qprops, &qprops, NULL);
     if (err != CL_SUCCESS) return create_status(err);

@@ -33,13 +33,13 @@ typedef struct relo_releaser {
     relo_backend *backend;
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t work;        /* buffers queued, or stop */
-    pthread_cond_t idle;        /* the queue emptied and no free runs */
+    pthread_cond_t work; /* buffers queued, or stop */
+    pthread_cond_t idle; /* the queue emptied and no free runs */
     relo_buffer_free *queue;
     uint32_t count, cap;
-    uint32_t freeing;           /* buffers being freed now */
+    uint32_t freeing; /* buffers being freed now */
     bool stop;
-    bool running;               /* the thread exists */
+    bool running; /* the thread exists */
 } relo_releaser;
 
 /** Starts the thread. RELO_ERR_HOST_MEMORY when it or its locks cannot be

@@ -57,8 +57,8 @@ static void sim_free(void *ctx, void *buffer, uint64_t size)
     relo__hostlike_free_done(ctx, size);
 }
 
-static relo_status sim_copy(void *ctx, void *src, uint64_t src_offset, void *dst,
-                            uint64_t dst_offset, uint64_t n)
+static relo_status sim_copy(void *ctx, void *src, uint64_t src_offset, void *dst, uint64_t dst_offset,
+                            uint64_t n)
 {
     relo__hostlike *h = ctx;
     (void)src;

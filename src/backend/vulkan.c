@@ -41,14 +41,14 @@ typedef struct vk_range {
 typedef struct vk_stream_entry {
     const relo_vulkan_stream *vs; /* the runtime's struct, identity only */
     VkSemaphore semaphore;
-    uint64_t target;              /* last value announced */
+    uint64_t target; /* last value announced */
 } vk_stream_entry;
 
 typedef struct vk_ctx {
     relo_vulkan_desc desc;
-    uint32_t memory_type;         /* every page's */
-    uint32_t staging_type;        /* host-visible, coherent; UINT32_MAX = none */
-    bool mapped;                  /* pages are mapped for read and write */
+    uint32_t memory_type;  /* every page's */
+    uint32_t staging_type; /* host-visible, coherent; UINT32_MAX = none */
+    bool mapped;           /* pages are mapped for read and write */
     VkBufferUsageFlags usage;
 
     /* The pass thread's own (relo_backend.h), so unlocked. */
@@ -59,8 +59,8 @@ typedef struct vk_ctx {
     vk_range ranges[VK_RANGE_MAX];
     uint32_t range_count;
 
-    pthread_mutex_t queue_lock;   /* desc.queue, when relo submits itself */
-    pthread_mutex_t lock;         /* the fields below */
+    pthread_mutex_t queue_lock; /* desc.queue, when relo submits itself */
+    pthread_mutex_t lock;       /* the fields below */
     vk_stream_entry *streams;
     size_t stream_count, stream_cap;
     VkResult last_error;
@@ -75,12 +75,9 @@ static relo_status vk_status(vk_ctx *c, VkResult r, int allocating)
     c->last_error = r;
     pthread_mutex_unlock(&c->lock);
     switch (r) {
-    case VK_ERROR_OUT_OF_HOST_MEMORY:
-        return RELO_ERR_HOST_MEMORY;
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
-        return allocating ? RELO_ERR_OUT_OF_MEMORY : RELO_ERR_BACKEND;
-    default:
-        return RELO_ERR_BACKEND;
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return RELO_ERR_HOST_MEMORY;
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return allocating ? RELO_ERR_OUT_OF_MEMORY : RELO_ERR_BACKEND;
+    default: return RELO_ERR_BACKEND;
     }
 }
 
@@ -100,8 +97,8 @@ static VkResult submit_batch(vk_ctx *c, const VkSubmitInfo *si, VkFence fence)
 
 /* A buffer of size bytes with memory of type `type` bound at 0, mapped when
  * map is set. */
-static VkResult make_buffer(vk_ctx *c, uint64_t size, VkBufferUsageFlags usage, uint32_t type,
-                            bool map, bool address, relo_vulkan_page *pg, void **mapped)
+static VkResult make_buffer(vk_ctx *c, uint64_t size, VkBufferUsageFlags usage, uint32_t type, bool map,
+                            bool address, relo_vulkan_page *pg, void **mapped)
 {
     VkDevice dev = c->desc.device;
     VkBufferCreateInfo bi = {
@@ -151,8 +148,8 @@ static relo_status vk_alloc(void *ctx, uint64_t size, void **buffer, uint64_t *a
     vk_ctx *c = ctx;
     vk_page *pg = relo__calloc(sizeof *pg);
     if (!pg) return RELO_ERR_HOST_MEMORY;
-    VkResult r = make_buffer(c, size, c->usage, c->memory_type, c->mapped,
-                             c->desc.buffer_device_address, &pg->pub, &pg->mapped);
+    VkResult r = make_buffer(c, size, c->usage, c->memory_type, c->mapped, c->desc.buffer_device_address,
+                             &pg->pub, &pg->mapped);
     if (r != VK_SUCCESS) {
         relo__free(pg);
         return vk_status(c, r, 1);
@@ -187,15 +184,13 @@ static void vk_free(void *ctx, void *buffer, uint64_t size)
 
 /* Copies n bytes between a page and a fresh staging buffer on relo's queue:
  * to_page from host src, else into host dst. Blocking. */
-static relo_status staged(vk_ctx *c, vk_page *pg, uint64_t offset, const void *src, void *dst,
-                          uint64_t n)
+static relo_status staged(vk_ctx *c, vk_page *pg, uint64_t offset, const void *src, void *dst, uint64_t n)
 {
     VkDevice dev = c->desc.device;
     if (c->staging_type == UINT32_MAX) return vk_status(c, VK_ERROR_FEATURE_NOT_PRESENT, 0);
     relo_vulkan_page st = {0};
     void *map = NULL;
-    VkBufferUsageFlags usage = src ? VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                                   : VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    VkBufferUsageFlags usage = src ? VK_BUFFER_USAGE_TRANSFER_SRC_BIT : VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     VkResult r = make_buffer(c, n, usage, c->staging_type, true, false, &st, &map);
     if (r != VK_SUCCESS) return vk_status(c, r, 0);
     if (src) memcpy(map, src, (size_t)n);
@@ -235,18 +230,16 @@ static relo_status staged(vk_ctx *c, vk_page *pg, uint64_t offset, const void *s
             .dstOffset = src ? offset : 0,
             .size = n,
         };
-        vkCmdCopyBuffer(cmd, src ? st.buffer : pg->pub.buffer, src ? pg->pub.buffer : st.buffer,
-                        1, &region);
+        vkCmdCopyBuffer(cmd, src ? st.buffer : pg->pub.buffer, src ? pg->pub.buffer : st.buffer, 1, &region);
         /* A read's bytes must be visible to the host once the fence is. */
         VkMemoryBarrier mb = {
             .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
             .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-            .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_MEMORY_READ_BIT |
-                             VK_ACCESS_MEMORY_WRITE_BIT,
+            .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT,
         };
         vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                             VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0,
-                             1, &mb, 0, NULL, 0, NULL);
+                             VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0,
+                             NULL, 0, NULL);
         r = vkEndCommandBuffer(cmd);
     }
     if (r == VK_SUCCESS) {
@@ -344,8 +337,7 @@ static bool ranges_meet(const vk_range *a, VkBuffer buffer, uint64_t offset, uin
  * earlier copy of this batch writes, or writes what one reads or writes:
  * copies in one command buffer may run in any order unless a barrier
  * separates them. */
-static bool needs_barrier(const vk_ctx *c, VkBuffer src, uint64_t so, VkBuffer dst, uint64_t dof,
-                          uint64_t n)
+static bool needs_barrier(const vk_ctx *c, VkBuffer src, uint64_t so, VkBuffer dst, uint64_t dof, uint64_t n)
 {
     if (c->range_count + 2 > VK_RANGE_MAX) return true;
     for (uint32_t i = 0; i < c->range_count; i++) {
@@ -356,8 +348,8 @@ static bool needs_barrier(const vk_ctx *c, VkBuffer src, uint64_t so, VkBuffer d
     return false;
 }
 
-static relo_status vk_copy(void *ctx, void *src, uint64_t src_offset, void *dst,
-                           uint64_t dst_offset, uint64_t n)
+static relo_status vk_copy(void *ctx, void *src, uint64_t src_offset, void *dst, uint64_t dst_offset,
+                           uint64_t n)
 {
     vk_ctx *c = ctx;
     if (n == 0) return RELO_OK;
@@ -379,8 +371,8 @@ static relo_status vk_copy(void *ctx, void *src, uint64_t src_offset, void *dst,
             .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT,
             .dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT,
         };
-        vkCmdPipelineBarrier(c->copy_cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                             VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+        vkCmdPipelineBarrier(c->copy_cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+                             1, &mb, 0, NULL, 0, NULL);
         c->range_count = 0;
     }
     VkBufferCopy region = {.srcOffset = src_offset, .dstOffset = dst_offset, .size = n};
@@ -401,12 +393,11 @@ static relo_status vk_wait_copies(void *ctx)
     VkMemoryBarrier mb = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-        .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_MEMORY_READ_BIT |
-                         VK_ACCESS_MEMORY_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT,
     };
     vkCmdPipelineBarrier(c->copy_cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1,
-                         &mb, 0, NULL, 0, NULL);
+                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL,
+                         0, NULL);
     VkResult r = vkEndCommandBuffer(c->copy_cmd);
     if (r == VK_SUCCESS) {
         VkSubmitInfo si = {
@@ -504,8 +495,7 @@ static const relo_backend_ops vulkan_ops = {
 static bool has_extension(VkPhysicalDevice pd, const char *name)
 {
     uint32_t n = 0;
-    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || n == 0)
-        return false;
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || n == 0) return false;
     VkExtensionProperties *ext = relo__malloc(n * sizeof *ext);
     if (!ext) return false;
     bool found = false;
@@ -538,19 +528,18 @@ static VkResult type_bits(VkDevice dev, VkBufferUsageFlags usage, uint32_t *bits
 /* Picks the page memory type: allowed, in the largest device-local heap
  * (any heap where none is device-local), host-visible and coherent where
  * that heap offers it and mapping is wanted. */
-static uint32_t pick_page_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t bits,
-                               bool want_mapped, bool *mapped)
+static uint32_t pick_page_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t bits, bool want_mapped,
+                               bool *mapped)
 {
-    const VkMemoryPropertyFlags hv =
-        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     uint32_t best = UINT32_MAX;
     uint64_t best_score = 0;
     for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
         if (!(bits & (1u << i))) continue;
         VkMemoryPropertyFlags f = mp->memoryTypes[i].propertyFlags;
         /* Protected or lazily allocated memory cannot hold copied bytes. */
-        if (f & (VK_MEMORY_PROPERTY_PROTECTED_BIT | VK_MEMORY_PROPERTY_LAZILY_ALLOCATED_BIT))
-            continue;
+        if (f & (VK_MEMORY_PROPERTY_PROTECTED_BIT | VK_MEMORY_PROPERTY_LAZILY_ALLOCATED_BIT)) continue;
         uint32_t heap = mp->memoryTypes[i].heapIndex;
         /* Device-local first, then the heap's size (in MiB, so the flags
          * below break ties between types of one heap). */
@@ -562,8 +551,7 @@ static uint32_t pick_page_type(const VkPhysicalDeviceMemoryProperties *mp, uint3
             best_score = score;
         }
     }
-    if (best != UINT32_MAX)
-        *mapped = want_mapped && (mp->memoryTypes[best].propertyFlags & hv) == hv;
+    if (best != UINT32_MAX) *mapped = want_mapped && (mp->memoryTypes[best].propertyFlags & hv) == hv;
     return best;
 }
 
@@ -571,8 +559,8 @@ static uint32_t pick_page_type(const VkPhysicalDeviceMemoryProperties *mp, uint3
  * come back through it). */
 static uint32_t pick_staging_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t bits)
 {
-    const VkMemoryPropertyFlags hv =
-        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     uint32_t best = UINT32_MAX;
     for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
         VkMemoryPropertyFlags f = mp->memoryTypes[i].propertyFlags;
@@ -610,8 +598,7 @@ static relo_status query(vk_ctx *c, relo_backend_props *props)
     uint32_t bits = 0, staging_bits = 0;
     VkResult r = type_bits(c->desc.device, c->usage, &bits);
     if (r == VK_SUCCESS)
-        r = type_bits(c->desc.device,
-                      VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        r = type_bits(c->desc.device, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                       &staging_bits);
     if (r != VK_SUCCESS) return vk_status(c, r, 0);
     c->memory_type = pick_page_type(mp, bits, !c->desc.staging, &c->mapped);
@@ -622,8 +609,7 @@ static relo_status query(vk_ctx *c, relo_backend_props *props)
     uint32_t heap = mp->memoryTypes[c->memory_type].heapIndex;
     uint64_t heap_size = mp->memoryHeaps[heap].size;
     uint64_t capacity = heap_size;
-    if (budget && mb.heapBudget[heap] > 0 && mb.heapBudget[heap] < heap_size)
-        capacity = mb.heapBudget[heap];
+    if (budget && mb.heapBudget[heap] > 0 && mb.heapBudget[heap] < heap_size) capacity = mb.heapBudget[heap];
     uint64_t alignment = p2.properties.limits.minStorageBufferOffsetAlignment;
     if (alignment < 4) alignment = 4;
     uint64_t max_page = m3.maxMemoryAllocationSize;
@@ -707,8 +693,8 @@ static vk_ctx *ctx_of(const relo_backend *backend)
 }
 
 /* Contract in relo_vulkan.h. */
-relo_status relo_backend_vulkan_stream_submitted(relo_backend *backend,
-                                                 const relo_vulkan_stream *vs, uint64_t value)
+relo_status relo_backend_vulkan_stream_submitted(relo_backend *backend, const relo_vulkan_stream *vs,
+                                                 uint64_t value)
 {
     vk_ctx *c = ctx_of(backend);
     if (!c || !vs) return RELO_ERR_INVALID_ARGUMENT;

@@ -7,9 +7,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-static atomic_uint_fast64_t calls;      /* allocations attempted */
-static atomic_uint_fast64_t fail_at;    /* call number that fails; 0 = off */
-static atomic_int fail_sticky;          /* fail every call from fail_at on */
+static atomic_uint_fast64_t calls;   /* allocations attempted */
+static atomic_uint_fast64_t fail_at; /* call number that fails; 0 = off */
+static atomic_int fail_sticky;       /* fail every call from fail_at on */
 
 static int injected_failure(void)
 {
@@ -41,7 +41,10 @@ void *relo__realloc(void *ptr, size_t size)
     return realloc(ptr, size ? size : 1);
 }
 
-void relo__free(void *ptr) { free(ptr); }
+void relo__free(void *ptr)
+{
+    free(ptr);
+}
 
 void relo__hostmem_fail_at(uint64_t n, int sticky)
 {
@@ -49,4 +52,7 @@ void relo__hostmem_fail_at(uint64_t n, int sticky)
     atomic_store(&fail_at, n ? (uint64_t)atomic_load(&calls) + n : 0);
 }
 
-uint64_t relo__hostmem_calls(void) { return (uint64_t)atomic_load(&calls); }
+uint64_t relo__hostmem_calls(void)
+{
+    return (uint64_t)atomic_load(&calls);
+}

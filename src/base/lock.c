@@ -107,9 +107,15 @@ bool relo__lock_init_exchange(relo_lock *lock)
     return true;
 }
 
-bool relo__lock_releases_by_store(const relo_lock *lock) { return lock->by_store; }
+bool relo__lock_releases_by_store(const relo_lock *lock)
+{
+    return lock->by_store;
+}
 
-void relo__lock_destroy(relo_lock *lock) { (void)lock; }
+void relo__lock_destroy(relo_lock *lock)
+{
+    (void)lock;
+}
 
 /* Reached after the inline compare-exchange found the lock held. First a
  * short spin while nobody sleeps on it: the lock usually comes free within
@@ -161,7 +167,10 @@ void relo__lock_acquire_slow(relo_lock *lock)
  * and competes for the lock. By exchange it marks the lock 2 again when it
  * takes it, so the next release wakes the next one; by store the others
  * stay counted until they take it. */
-void relo__lock_wake(relo_lock *lock) { futex_wake(&lock->state, 1); }
+void relo__lock_wake(relo_lock *lock)
+{
+    futex_wake(&lock->state, 1);
+}
 
 bool relo__cond_init(relo_cond *cond)
 {
@@ -170,7 +179,10 @@ bool relo__cond_init(relo_cond *cond)
     return true;
 }
 
-void relo__cond_destroy(relo_cond *cond) { (void)cond; }
+void relo__cond_destroy(relo_cond *cond)
+{
+    (void)cond;
+}
 
 /* The sequence is noted under the lock, and a broadcast bumps it under the
  * same lock, so a broadcast after this wait began either comes before the
@@ -195,9 +207,15 @@ void relo__cond_broadcast(relo_cond *cond)
 
 #else /* RELO_LOCK_FUTEX */
 
-bool relo__lock_init(relo_lock *lock) { return pthread_mutex_init(&lock->mutex, NULL) == 0; }
+bool relo__lock_init(relo_lock *lock)
+{
+    return pthread_mutex_init(&lock->mutex, NULL) == 0;
+}
 
-bool relo__lock_init_exchange(relo_lock *lock) { return relo__lock_init(lock); }
+bool relo__lock_init_exchange(relo_lock *lock)
+{
+    return relo__lock_init(lock);
+}
 
 bool relo__lock_releases_by_store(const relo_lock *lock)
 {
@@ -205,14 +223,29 @@ bool relo__lock_releases_by_store(const relo_lock *lock)
     return false;
 }
 
-void relo__lock_destroy(relo_lock *lock) { pthread_mutex_destroy(&lock->mutex); }
+void relo__lock_destroy(relo_lock *lock)
+{
+    pthread_mutex_destroy(&lock->mutex);
+}
 
-bool relo__cond_init(relo_cond *cond) { return pthread_cond_init(&cond->cond, NULL) == 0; }
+bool relo__cond_init(relo_cond *cond)
+{
+    return pthread_cond_init(&cond->cond, NULL) == 0;
+}
 
-void relo__cond_destroy(relo_cond *cond) { pthread_cond_destroy(&cond->cond); }
+void relo__cond_destroy(relo_cond *cond)
+{
+    pthread_cond_destroy(&cond->cond);
+}
 
-void relo__cond_wait(relo_cond *cond, relo_lock *lock) { pthread_cond_wait(&cond->cond, &lock->mutex); }
+void relo__cond_wait(relo_cond *cond, relo_lock *lock)
+{
+    pthread_cond_wait(&cond->cond, &lock->mutex);
+}
 
-void relo__cond_broadcast(relo_cond *cond) { pthread_cond_broadcast(&cond->cond); }
+void relo__cond_broadcast(relo_cond *cond)
+{
+    pthread_cond_broadcast(&cond->cond);
+}
 
 #endif /* RELO_LOCK_FUTEX */

@@ -84,8 +84,8 @@ typedef struct relo_lock {
 } relo_lock;
 
 typedef struct relo_cond {
-    atomic_uint seq;   /* bumped by every broadcast; waiters sleep on it (atomic) */
-    unsigned waiters;  /* threads between noting seq and retaking the lock;
+    atomic_uint seq;  /* bumped by every broadcast; waiters sleep on it (atomic) */
+    unsigned waiters; /* threads between noting seq and retaking the lock;
                           protected by the lock the waits pass */
 } relo_cond;
 

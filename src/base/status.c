@@ -12,7 +12,8 @@
 const char *relo_status_name(relo_status status)
 {
     switch (status) {
-#define RELO_X_(name, value, text) case name: return #name;
+#define RELO_X_(name, value, text) \
+    case name: return #name;
         RELO_STATUS_LIST(RELO_X_)
 #undef RELO_X_
     case RELO_STATUS_COUNT: break;
@@ -23,7 +24,8 @@ const char *relo_status_name(relo_status status)
 const char *relo_status_string(relo_status status)
 {
     switch (status) {
-#define RELO_X_(name, value, text) case name: return text;
+#define RELO_X_(name, value, text) \
+    case name: return text;
         RELO_STATUS_LIST(RELO_X_)
 #undef RELO_X_
     case RELO_STATUS_COUNT: break;
@@ -45,7 +47,8 @@ const char *relo_mode_name(relo_mode mode)
 const char *relo_placement_name(relo_placement placement)
 {
     switch (placement) {
-#define RELO_X_(name, value, text) case name: return #name;
+#define RELO_X_(name, value, text) \
+    case name: return #name;
         RELO_PLACEMENT_LIST(RELO_X_)
 #undef RELO_X_
     case RELO_PLACEMENT_COUNT: break;

@@ -50,8 +50,14 @@ static const int relo__debug = RELO_DEBUG_LEVEL;
 #define RELO_PREFETCH_WRITE(p) ((void)(p))
 #endif
 
-static inline uint64_t relo__min(uint64_t a, uint64_t b) { return a < b ? a : b; }
-static inline uint64_t relo__max(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static inline uint64_t relo__min(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+static inline uint64_t relo__max(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
 
 /** Rounds v up to a multiple of align (≥ 1). Returns false on overflow. */
 static inline bool relo__round_up(uint64_t v, uint64_t align, uint64_t *out)
@@ -88,15 +94,21 @@ static inline uint64_t relo__round_down(uint64_t v, uint64_t align)
 }
 
 /** a - b, or 0 when b > a. */
-static inline uint64_t relo__sub_sat(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+static inline uint64_t relo__sub_sat(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : 0;
+}
 
 /** a + b, or UINT64_MAX on overflow. */
-static inline uint64_t relo__add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+static inline uint64_t relo__add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
 
 /* Internal assertion, compiled in at RELO_DEBUG ≥ 2. */
 void relo__assert_fail(const char *expr, const char *file, int line);
-#define RELO_ASSERT(e)                                                         \
-    do {                                                                       \
+#define RELO_ASSERT(e)                                                           \
+    do {                                                                         \
         if (relo__debug >= 2 && !(e)) relo__assert_fail(#e, __FILE__, __LINE__); \
     } while (0)
 

@@ -31,18 +31,18 @@ typedef enum relo_capture_state {
  */
 struct relo_graph {
     struct relo_device *device;
-    relo_page **pages;     /* touched pages of the recording stream; guarded at end */
+    relo_page **pages; /* touched pages of the recording stream; guarded at end */
     uint32_t count, cap;
-    relo_page **foreign;   /* touched pages of other streams; guarded at touch */
+    relo_page **foreign; /* touched pages of other streams; guarded at touch */
     uint32_t foreign_count, foreign_cap;
 };
 
 typedef struct relo_capture {
     relo_capture_state state;
-    atomic_bool recording;       /* state == RECORDING, for relo_resolve's lock-free path */
-    relo_status doom;            /* RELO_OK, or the error that doomed the recording */
-    uint32_t epoch;              /* stamp for touched pages */
-    struct relo_graph *graph;    /* made at begin, so end cannot fail */
+    atomic_bool recording;    /* state == RECORDING, for relo_resolve's lock-free path */
+    relo_status doom;         /* RELO_OK, or the error that doomed the recording */
+    uint32_t epoch;           /* stamp for touched pages */
+    struct relo_graph *graph; /* made at begin, so end cannot fail */
 } relo_capture;
 
 struct relo_stream;

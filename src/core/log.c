@@ -38,7 +38,8 @@ void relo__log_take(relo_log_queue *q, relo_log_queue *out)
 
 void relo__log_send(const struct relo_device *device, const relo_log_queue *lines)
 {
-    for (uint32_t i = 0; i < lines->count; i++) device->desc.log(device->desc.log_user, lines->level[i], lines->line[i]);
+    for (uint32_t i = 0; i < lines->count; i++)
+        device->desc.log(device->desc.log_user, lines->level[i], lines->line[i]);
     if (lines->dropped) {
         char note[64];
         snprintf(note, sizeof note, "%u more log lines were dropped", lines->dropped);

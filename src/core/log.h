@@ -18,7 +18,7 @@ typedef struct relo_log_queue {
     relo_log_level level[RELO_LOG_QUEUE];
     char line[RELO_LOG_QUEUE][RELO_LOG_LINE];
     uint32_t count;
-    uint32_t dropped;   /* lines lost to a full queue, said in the next one */
+    uint32_t dropped; /* lines lost to a full queue, said in the next one */
 } relo_log_queue;
 
 /** Formats one line for the device's log callback, if any, and queues it;

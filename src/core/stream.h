@@ -20,23 +20,23 @@
 struct relo_stream {
     struct relo_device *device;
     void *backend_stream;
-    uint32_t index;                  /* position in device->streams */
-    uint8_t modes[RELO_MODE_DEPTH];  /* open mode windows, innermost last */
+    uint32_t index;                 /* position in device->streams */
+    uint8_t modes[RELO_MODE_DEPTH]; /* open mode windows, innermost last */
     uint32_t mode_depth;
 
-    relo_pool_home home;             /* what every pool of the stream needs (pool/pool.h) */
+    relo_pool_home home; /* what every pool of the stream needs (pool/pool.h) */
     relo_pool persistent;
     relo_pool dedicated;
-    relo_pool tiny;                  /* size 0 */
-    relo_stream_layout layout;       /* the rest: the device's layout (layout/layout.h) */
+    relo_pool tiny;            /* size 0 */
+    relo_stream_layout layout; /* the rest: the device's layout (layout/layout.h) */
 
     relo_capture capture;
-    relo_finish_fn finish;           /* the runtime's wait for this stream's work; NULL = none */
+    relo_finish_fn finish; /* the runtime's wait for this stream's work; NULL = none */
     void *finish_user;
-    relo_held held;                  /* pages held and backend calls, by pool/pool.c; the rest of
+    relo_held held;             /* pages held and backend calls, by pool/pool.c; the rest of
                                         the counters by core/counters.c and pass/relocation.c */
-    uint64_t relocation_pass;        /* last pass that counted this stream */
-    uint64_t peak_bytes_in_use;      /* highest bytes_allocated_total - bytes_freed_total */
+    uint64_t relocation_pass;   /* last pass that counted this stream */
+    uint64_t peak_bytes_in_use; /* highest bytes_allocated_total - bytes_freed_total */
 };
 
 /** The stream that owns a pool. */

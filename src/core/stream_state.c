@@ -42,8 +42,14 @@ void relo__stream_each_pool(struct relo_stream *s, void (*fn)(relo_pool *, void 
     s->layout.ops->each_pool(&s->layout, fn, user);
 }
 
-static void add_allocations(relo_pool *p, void *user) { *(uint64_t *)user += p->allocations; }
-static void add_guarded(relo_pool *p, void *user) { *(uint64_t *)user += p->guarded_pages; }
+static void add_allocations(relo_pool *p, void *user)
+{
+    *(uint64_t *)user += p->allocations;
+}
+static void add_guarded(relo_pool *p, void *user)
+{
+    *(uint64_t *)user += p->guarded_pages;
+}
 
 uint64_t relo__stream_allocations(const struct relo_stream *s)
 {

@@ -24,7 +24,8 @@ static relo_status adaptive_reserve(relo_stream_layout *l, uint64_t size, uint32
     RELO_ASSERT(size > 0);
     if (relo__pad_size(size, small->home->alignment, relo__min(RELO_SMALL_MAX, small->page_size), &padded))
         return relo__sliced_reserve_padded(small, size, padded, slot, RELO_SLICE_LIVE,
-                                           allow_new_page ? RELO_NEW_PAGE_POOL_RULE : RELO_NEW_PAGE_NONE, out);
+                                           allow_new_page ? RELO_NEW_PAGE_POOL_RULE : RELO_NEW_PAGE_NONE,
+                                           out);
     return relo__arena_reserve(&l->adaptive.arena, size, slot, allow_new_page, out);
 }
 

@@ -37,7 +37,7 @@ static relo_status exclusive_init(relo_stream_layout *l, const relo_pool_home *h
 }
 
 static relo_status exclusive_reserve(relo_stream_layout *l, uint64_t size, uint32_t slot, bool allow_new_page,
-                                   relo_slice **out)
+                                     relo_slice **out)
 {
     relo_exclusive *b = &l->exclusive;
     relo_pool *accept = NULL;

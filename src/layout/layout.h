@@ -45,27 +45,28 @@ typedef enum relo_layout_kind {
 #define RELO_SMALL_PAGE (8 * RELO_MiB)
 
 typedef struct relo_adaptive {
-    relo_pool small;                /* ≤ 64 KiB */
-    relo_arena arena;               /* the rest */
+    relo_pool small;  /* ≤ 64 KiB */
+    relo_arena arena; /* the rest */
 } relo_adaptive;
 
 /* ---- packed (the packed placement, the default) ------------------------- */
 
 #define RELO_PACKED_POOLS 2
-#define RELO_PACKED_FINE_MAX (1 * RELO_MiB)       /* fine pool: sizes up to this */
-#define RELO_PACKED_FINE_PAGE (2 * RELO_MiB)      /* ... on pages of at most this */
-#define RELO_PACKED_FINE_GRANULE (64 * RELO_KiB)  /* ... in multiples of this */
-#define RELO_PACKED_MEDIUM_MAX (10 * RELO_MiB)    /* large pool: a new page for sizes up to this */
-#define RELO_PACKED_MEDIUM_PAGE (20 * RELO_MiB)   /* ... is this big */
-#define RELO_PACKED_LARGE_GRANULE (2 * RELO_MiB)  /* ... else its request rounded to this */
-#define RELO_PACKED_SLACK_DIVISOR 16u  /* pack before a new page past live + live/16 */
-#define RELO_PACKED_QUIET_PAGES 8u     /* new pages before packing is tried again in vain */
-#define RELO_PACKED_PAGE_DIVISOR 64u   /* small pages ≤ peak live / 64 (within floor and base), but
+#define RELO_PACKED_FINE_MAX (1 * RELO_MiB)      /* fine pool: sizes up to this */
+#define RELO_PACKED_FINE_PAGE (2 * RELO_MiB)     /* ... on pages of at most this */
+#define RELO_PACKED_FINE_GRANULE (64 * RELO_KiB) /* ... in multiples of this */
+#define RELO_PACKED_MEDIUM_MAX (10 * RELO_MiB)   /* large pool: a new page for sizes up to this */
+#define RELO_PACKED_MEDIUM_PAGE (20 * RELO_MiB)  /* ... is this big */
+#define RELO_PACKED_LARGE_GRANULE (2 * RELO_MiB) /* ... else its request rounded to this */
+#define RELO_PACKED_SLACK_DIVISOR 16u            /* pack before a new page past live + live/16 */
+#define RELO_PACKED_QUIET_PAGES 8u               /* new pages before packing is tried again in vain */
+#define RELO_PACKED_PAGE_DIVISOR \
+    64u /* small pages ≤ peak live / 64 (within floor and base), but
                                          at least the pool's largest_own (up to base) */
 
 typedef struct relo_packed {
-    relo_pool pools[RELO_PACKED_POOLS]; /* fine, large */
-    uint32_t quiet;                 /* new pages before packing is tried again */
+    relo_pool pools[RELO_PACKED_POOLS];      /* fine, large */
+    uint32_t quiet;                          /* new pages before packing is tried again */
     uint64_t largest_own[RELO_PACKED_POOLS]; /* the largest request above each pool's small-request
                                                bound that needed a new page (0 = none yet) */
 } relo_packed;
@@ -75,7 +76,7 @@ typedef struct relo_packed {
 #define RELO_BUCKETS 24
 
 typedef struct relo_exclusive {
-    relo_pool *pools;               /* RELO_BUCKETS of them, allocated at init */
+    relo_pool *pools; /* RELO_BUCKETS of them, allocated at init */
     uint32_t count;
 } relo_exclusive;
 
@@ -113,15 +114,16 @@ typedef struct relo_layout_ops {
      * page is taken, with the room packing should spare in *page (the
      * page's size, or the request's own where the page would hold copies).
      */
-    bool (*want_pack)(relo_stream_layout *layout, uint64_t size, uint64_t live, uint64_t reserved, bool may_move,
-                      uint64_t *live_peak, uint64_t *page);
+    bool (*want_pack)(relo_stream_layout *layout, uint64_t size, uint64_t live, uint64_t reserved,
+                      bool may_move, uint64_t *live_peak, uint64_t *page);
     /**
      * Reserves size bytes for slot on a new page without searching the room
      * held: called (with a new page allowed) right after reserve found no
      * room for the same size and nothing freed any since, so the search
      * would fail again. Returns as reserve. A layout with want_pack has it.
      */
-    relo_status (*reserve_new_page)(relo_stream_layout *layout, uint64_t size, uint32_t slot, relo_slice **out);
+    relo_status (*reserve_new_page)(relo_stream_layout *layout, uint64_t size, uint32_t slot,
+                                    relo_slice **out);
     /** After the pack want_pack asked for; gave_back: pages went back. */
     void (*pack_done)(relo_stream_layout *layout, bool gave_back);
     /** Adds the bytes live and held in the pools packing weighs (NULL: none). */
@@ -180,7 +182,10 @@ static inline relo_arena *relo__layout_arena(const relo_stream_layout *layout)
 }
 
 /** Whether the layout packs live allocations (it has pools to pack). */
-static inline bool relo__layout_packs(const relo_layout_ops *ops) { return ops->pack_pool != NULL; }
+static inline bool relo__layout_packs(const relo_layout_ops *ops)
+{
+    return ops->pack_pool != NULL;
+}
 
 /** The pool whose room may take the allocations of pool's pages when the
  *  device refused a page, or NULL (pool is no pool the layout packs, or

@@ -54,7 +54,10 @@ static relo_pool *pool_for(relo_packed *packed, uint64_t padded)
     return &packed->pools[1];
 }
 
-static relo_pool *packed_room_pool(relo_stream_layout *l, uint64_t padded) { return pool_for(&l->packed, padded); }
+static relo_pool *packed_room_pool(relo_stream_layout *l, uint64_t padded)
+{
+    return pool_for(&l->packed, padded);
+}
 
 /* Packing empties pages of the fine and the large pool; under memory
  * pressure the large pool's room may take the fine pool's allocations. */
@@ -77,7 +80,8 @@ static relo_pool *packed_pack_pool(relo_stream_layout *l, uint32_t k, relo_pool 
  * this, a GPU workload took a hundred 4-16 MiB pages before its live bytes
  * reached the 1.28 GB at which 1/64 is 20 MiB. padded is the request a
  * page is needed for. */
-static void scale_pages(relo_packed *packed, relo_pool *pool, uint64_t live, uint64_t padded, uint64_t *live_peak)
+static void scale_pages(relo_packed *packed, relo_pool *pool, uint64_t live, uint64_t padded,
+                        uint64_t *live_peak)
 {
     if (live > *live_peak) *live_peak = live;
     uint32_t k = pool == &packed->pools[0] ? 0 : 1;
@@ -93,25 +97,26 @@ static void scale_pages(relo_packed *packed, relo_pool *pool, uint64_t live, uin
 
 /* Reserves size in the pool its padded size goes to, new_page saying
  * whether and how a page may be taken. */
-static relo_status reserve_in_pool(relo_stream_layout *l, uint64_t size, uint32_t slot, relo_new_page new_page,
-                                   relo_slice **out)
+static relo_status reserve_in_pool(relo_stream_layout *l, uint64_t size, uint32_t slot,
+                                   relo_new_page new_page, relo_slice **out)
 {
     const relo_pool_home *home = l->packed.pools[0].home;
     uint64_t padded;
     RELO_ASSERT(size > 0);
     if (!relo__pad_size(size, home->alignment, home->max_page, &padded)) return RELO_ERR_BUFFER_TOO_BIG;
     /* Padded once: the pool's own limit is checked on the same length. */
-    return relo__sliced_reserve_padded(pool_for(&l->packed, padded), size, padded, slot, RELO_SLICE_LIVE, new_page,
-                                       out);
+    return relo__sliced_reserve_padded(pool_for(&l->packed, padded), size, padded, slot, RELO_SLICE_LIVE,
+                                       new_page, out);
 }
 
 static relo_status packed_reserve(relo_stream_layout *l, uint64_t size, uint32_t slot, bool allow_new_page,
-                                 relo_slice **out)
+                                  relo_slice **out)
 {
     return reserve_in_pool(l, size, slot, allow_new_page ? RELO_NEW_PAGE_POOL_RULE : RELO_NEW_PAGE_NONE, out);
 }
 
-static relo_status packed_reserve_new_page(relo_stream_layout *l, uint64_t size, uint32_t slot, relo_slice **out)
+static relo_status packed_reserve_new_page(relo_stream_layout *l, uint64_t size, uint32_t slot,
+                                           relo_slice **out)
 {
     return reserve_in_pool(l, size, slot, RELO_NEW_PAGE_ONLY, out);
 }
@@ -119,8 +124,8 @@ static relo_status packed_reserve_new_page(relo_stream_layout *l, uint64_t size,
 /* A new page is needed. When the pools already hold more than the slack in
  * scattered free room, pack them first: the room may come back. A
  * fruitless attempt is not repeated for a few pages. */
-static bool packed_want_pack(relo_stream_layout *l, uint64_t size, uint64_t live, uint64_t reserved, bool may_move,
-                            uint64_t *live_peak, uint64_t *page)
+static bool packed_want_pack(relo_stream_layout *l, uint64_t size, uint64_t live, uint64_t reserved,
+                             bool may_move, uint64_t *live_peak, uint64_t *page)
 {
     const relo_pool_home *home = l->packed.pools[0].home;
     uint64_t padded;

@@ -159,10 +159,10 @@ relo_slice *relo__free_index_find(relo_free_index *index, uint64_t length)
 
 bool relo__free_index_check(const relo_free_index *index, uint64_t *count, const char **why)
 {
-#define FAIL(msg)                                                              \
-    do {                                                                       \
-        *why = msg;                                                            \
-        return false;                                                          \
+#define FAIL(msg)     \
+    do {              \
+        *why = msg;   \
+        return false; \
     } while (0)
     *count = 0;
     if (!index->by_size) {
@@ -199,9 +199,11 @@ bool relo__free_index_check(const relo_free_index *index, uint64_t *count, const
                 (*count)++;
             }
         }
-        if (((index->fl_bitmap >> fl) & 1u) != level_used) FAIL("free index level bit disagrees with its classes");
+        if (((index->fl_bitmap >> fl) & 1u) != level_used)
+            FAIL("free index level bit disagrees with its classes");
     }
-    if (index->fl_count < 64 && index->fl_bitmap >> index->fl_count) FAIL("free index level bit past its levels");
+    if (index->fl_count < 64 && index->fl_bitmap >> index->fl_count)
+        FAIL("free index level bit past its levels");
     return true;
 #undef FAIL
 }

@@ -31,7 +31,7 @@
 #include "relo.h"
 #include "base/util.h"
 
-#define RELO_FREE_SL_LOG 5u                        /* second level: 2^5 steps */
+#define RELO_FREE_SL_LOG 5u /* second level: 2^5 steps */
 #define RELO_FREE_SL_COUNT (1u << RELO_FREE_SL_LOG)
 /* First levels a uint64_t length needs: a length whose highest bit is bit
  * 63 has first level 63 - RELO_FREE_SL_LOG + 1, so one more than that. */
@@ -68,7 +68,8 @@ void relo__free_tree_remove(relo_slice **root, relo_slice *slice);
  * sets *path_len to 0, since the slice may now be a fit before the kept
  * one. path and path_len may be NULL: no path is kept.
  */
-void relo__free_tree_refresh(relo_slice *root, relo_slice *slice, relo_slice *const *path, uint32_t *path_len);
+void relo__free_tree_refresh(relo_slice *root, relo_slice *slice, relo_slice *const *path,
+                             uint32_t *path_len);
 
 /** The lowest-address slice with length ≥ length, or NULL. When path is
  *  not NULL and a slice is found at most RELO_FREE_PATH_MAX nodes deep,
@@ -87,7 +88,7 @@ bool relo__free_tree_fits_before(const relo_slice *root, const relo_slice *slice
 bool relo__free_tree_check(const relo_slice *root, uint64_t *count);
 
 typedef struct relo_free_index {
-    bool by_size;               /* size classes (best fit) or the address treap */
+    bool by_size; /* size classes (best fit) or the address treap */
     /* by address */
     relo_slice *root;
     /* The path from the root to the slice the last search returned, while
@@ -96,7 +97,7 @@ typedef struct relo_free_index {
      * the refresh that follows climbs this path instead of walking down
      * the tree again: on a pool of many pages the nodes of the walk are
      * cache misses, and each key compared reaches its node's page too. */
-    relo_slice **path;          /* RELO_FREE_PATH_MAX entries, from init */
+    relo_slice **path; /* RELO_FREE_PATH_MAX entries, from init */
     uint32_t path_len;
     /* While a path is held, no slice before its end in address order is
      * hint_length bytes or longer (that search found the first fit for
@@ -106,13 +107,13 @@ typedef struct relo_free_index {
      * reservations and a pass's targets ask. Any other refresh, insert or
      * remove drops the path and with it this. */
     uint64_t hint_length;
-    uint32_t rng;               /* xorshift32 state: the priority of each slice inserted */
+    uint32_t rng; /* xorshift32 state: the priority of each slice inserted */
     /* by size: classes of first level f and second level s at
      * bins[f * RELO_FREE_SL_COUNT + s]; fl_count first levels are kept,
      * enough for the longest slice the pool may hold. */
     relo_slice **bins;
-    uint32_t *sl_bitmap;        /* per first level: which of its classes hold slices */
-    uint64_t fl_bitmap;         /* which first levels hold slices */
+    uint32_t *sl_bitmap; /* per first level: which of its classes hold slices */
+    uint64_t fl_bitmap;  /* which first levels hold slices */
     uint32_t fl_count;
 } relo_free_index;
 

@@ -6,7 +6,10 @@
 
 #include <stddef.h>
 
-static uint64_t max_of(const relo_slice *s) { return s ? s->max_length : 0; }
+static uint64_t max_of(const relo_slice *s)
+{
+    return s ? s->max_length : 0;
+}
 
 static void update(relo_slice *s)
 {
@@ -163,8 +166,7 @@ bool relo__free_tree_fits_before(const relo_slice *root, const relo_slice *slice
     return false;
 }
 
-static bool check(const relo_slice *s, const relo_slice *lo, const relo_slice *hi,
-                  uint64_t *count)
+static bool check(const relo_slice *s, const relo_slice *lo, const relo_slice *hi, uint64_t *count)
 {
     if (!s) return true;
     (*count)++;

@@ -17,22 +17,34 @@
  * hand out; a tag is retired once its floor passes half the range, so every
  * device that takes a tag still has at least 2^25 generations per slot. */
 typedef struct tag_entry {
-    uint32_t floor;     /* 0 = never used (means 1) */
-    bool held;          /* a live device has it */
+    uint32_t floor; /* 0 = never used (means 1) */
+    bool held;      /* a live device has it */
 } tag_entry;
 
 static pthread_mutex_t tag_lock = PTHREAD_MUTEX_INITIALIZER;
-static tag_entry tags[RELO_HANDLE_TAG_MAX + 1];     /* index 0 unused */
+static tag_entry tags[RELO_HANDLE_TAG_MAX + 1]; /* index 0 unused */
 
-static bool tag_retired(const tag_entry *e) { return e->floor > RELO_HANDLE_GEN_MAX / 2; }
+static bool tag_retired(const tag_entry *e)
+{
+    return e->floor > RELO_HANDLE_GEN_MAX / 2;
+}
 
 /* fork() while another thread holds the registry would leave the child's
  * copy locked for good: the fork waits for the registry instead, and both
  * sides let go of it after. */
 static pthread_once_t tag_fork_once = PTHREAD_ONCE_INIT;
-static void tag_fork_prepare(void) { pthread_mutex_lock(&tag_lock); }
-static void tag_fork_after(void) { pthread_mutex_unlock(&tag_lock); }
-static void tag_fork_register(void) { pthread_atfork(tag_fork_prepare, tag_fork_after, tag_fork_after); }
+static void tag_fork_prepare(void)
+{
+    pthread_mutex_lock(&tag_lock);
+}
+static void tag_fork_after(void)
+{
+    pthread_mutex_unlock(&tag_lock);
+}
+static void tag_fork_register(void)
+{
+    pthread_atfork(tag_fork_prepare, tag_fork_after, tag_fork_after);
+}
 
 void relo__handle_registry_hold(bool hold)
 {
@@ -110,7 +122,8 @@ static void write_published(relo_slot *s, uint64_t id)
         atomic_store_explicit(&s->buffer, (uintptr_t)page->buffer, memory_order_relaxed);
         atomic_store_explicit(&s->offset, sl->offset, memory_order_relaxed);
         atomic_store_explicit(&s->size, sl->size, memory_order_relaxed);
-        atomic_store_explicit(&s->address, page->address ? page->address + sl->offset : 0, memory_order_relaxed);
+        atomic_store_explicit(&s->address, page->address ? page->address + sl->offset : 0,
+                              memory_order_relaxed);
     }
     atomic_store_explicit(&s->seq, q + 2, memory_order_release);
     s->published = id != 0;

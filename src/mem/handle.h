@@ -71,21 +71,21 @@ enum {
 
 typedef struct relo_slot {
     union {
-        relo_slice *slice;          /* taken (refcount > 0): where the allocation is now,
+        relo_slice *slice;           /* taken (refcount > 0): where the allocation is now,
                                        NULL while its reservation is in progress */
         struct relo_slot *next_free; /* free: the next free slot; NULL = end (retired: NULL) */
-    };                              /* a free slot's slice is never read: refcount says free
+    };                               /* a free slot's slice is never read: refcount says free
                                        first, and taking the slot sets slice */
-    uint32_t generation;    /* bumped on every free; 0 once retired */
-    uint32_t refcount;      /* 0 = free slot */
-    _Atomic uint64_t pin_state; /* generation << 32 | relo_pin calls not yet unpinned
+    uint32_t generation;             /* bumped on every free; 0 once retired */
+    uint32_t refcount;               /* 0 = free slot */
+    _Atomic uint64_t pin_state;      /* generation << 32 | relo_pin calls not yet unpinned
                                    (the allocation is never moved); see above */
-    uint32_t index;         /* this slot's index in the table */
-    bool published;         /* id below is not 0 */
+    uint32_t index;                  /* this slot's index in the table */
+    bool published;                  /* id below is not 0 */
 
     /* The published binding, read without the lock (see above). */
-    _Atomic uint64_t seq;       /* odd while a writer changes the fields below */
-    _Atomic uint64_t id;        /* handle value answered without the lock; 0 = take the lock */
+    _Atomic uint64_t seq; /* odd while a writer changes the fields below */
+    _Atomic uint64_t id;  /* handle value answered without the lock; 0 = take the lock */
     _Atomic uintptr_t buffer;
     _Atomic uint64_t offset, size, address;
 } relo_slot;
@@ -97,15 +97,15 @@ typedef struct relo_slot {
 
 typedef struct relo_handle_table {
     _Atomic(relo_slot *) chunks[RELO_HANDLE_CHUNKS]; /* never move once made */
-    uint32_t count;         /* slots ever used */
-    uint32_t cap;           /* slots the chunks made so far hold */
-    relo_slot *free_head;   /* the first free slot, NULL = none: a pointer, so taking a slot
+    uint32_t count;                                  /* slots ever used */
+    uint32_t cap;                                    /* slots the chunks made so far hold */
+    relo_slot *free_head; /* the first free slot, NULL = none: a pointer, so taking a slot
                                does not work out where its index lives */
-    uint32_t tag;           /* this device's tag; 0 before init */
-    uint32_t gen_base;      /* generation a new slot starts at */
-    uint32_t gen_high;      /* highest generation handed out */
-    uint64_t live;          /* slots with refcount > 0 */
-    uint64_t retired;       /* slots retired at the end of their generations */
+    uint32_t tag;         /* this device's tag; 0 before init */
+    uint32_t gen_base;    /* generation a new slot starts at */
+    uint32_t gen_high;    /* highest generation handed out */
+    uint64_t live;        /* slots with refcount > 0 */
+    uint64_t retired;     /* slots retired at the end of their generations */
 } relo_handle_table;
 
 /** Takes (hold) or lets go of the process-wide tag registry, as device

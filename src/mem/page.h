@@ -25,10 +25,10 @@ struct relo_device;
 
 /** What a slice holds. */
 typedef enum relo_slice_state {
-    RELO_SLICE_FREE = 0,  /* room; in the free index while its page serves */
-    RELO_SLICE_LIVE,      /* an allocation: slot names its handle */
-    RELO_SLICE_TARGET,    /* reserved by a relocation plan, not yet committed */
-    RELO_SLICE_LEAKED,    /* a copy's outcome is unknown: never reused */
+    RELO_SLICE_FREE = 0, /* room; in the free index while its page serves */
+    RELO_SLICE_LIVE,     /* an allocation: slot names its handle */
+    RELO_SLICE_TARGET,   /* reserved by a relocation plan, not yet committed */
+    RELO_SLICE_LEAKED,   /* a copy's outcome is unknown: never reused */
     RELO_SLICE_STATE_COUNT
 } relo_slice_state;
 
@@ -55,66 +55,66 @@ static inline bool relo__pad_size(uint64_t size, uint64_t alignment, uint64_t li
 }
 
 typedef struct relo_slice {
-    uint64_t offset;            /* from the start of the page */
-    uint64_t length;            /* bytes of the page it covers (size + padding) */
-    uint64_t size;              /* requested bytes; 0 for free slices */
+    uint64_t offset; /* from the start of the page */
+    uint64_t length; /* bytes of the page it covers (size + padding) */
+    uint64_t size;   /* requested bytes; 0 for free slices */
     struct relo_page *page;
-    struct relo_slice *prev;    /* address order within the page */
+    struct relo_slice *prev; /* address order within the page */
     struct relo_slice *next;
-    struct relo_slice *left;    /* free index: treap child or class list previous;
+    struct relo_slice *left;  /* free index: treap child or class list previous;
                                    slab free list when the node is unused */
-    struct relo_slice *right;   /* free index: treap child or class list next */
-    uint64_t max_length;        /* address treap: largest length in this subtree */
+    struct relo_slice *right; /* free index: treap child or class list next */
+    uint64_t max_length;      /* address treap: largest length in this subtree */
     union {
-        uint32_t priority;      /* address treap: heap priority, drawn at each insert */
-        uint32_t bin;           /* size classes: the class list it is in (f * RELO_FREE_SL_COUNT + s),
+        uint32_t priority; /* address treap: heap priority, drawn at each insert */
+        uint32_t bin;      /* size classes: the class list it is in (f * RELO_FREE_SL_COUNT + s),
                                    kept so a remove need not work it out again */
     };
-    uint32_t slot;              /* handle slot index of a LIVE slice */
-    uint32_t move;              /* LIVE source of the pass in flight: move index + 1; 0 = none */
-    uint8_t state;              /* relo_slice_state */
-    bool leak_on_free;          /* a copy from here had an unknown outcome */
+    uint32_t slot;     /* handle slot index of a LIVE slice */
+    uint32_t move;     /* LIVE source of the pass in flight: move index + 1; 0 = none */
+    uint8_t state;     /* relo_slice_state */
+    bool leak_on_free; /* a copy from here had an unknown outcome */
 } relo_slice;
 
 typedef struct relo_page {
-    void *buffer;               /* the backend's buffer */
-    uint64_t address;           /* device address, 0 if none */
-    uint64_t size;              /* bytes of the buffer */
-    uint64_t order;             /* creation order in the device: lower = preferred */
+    void *buffer;     /* the backend's buffer */
+    uint64_t address; /* device address, 0 if none */
+    uint64_t size;    /* bytes of the buffer */
+    uint64_t order;   /* creation order in the device: lower = preferred */
     struct relo_pool *pool;
-    uint32_t index;             /* position in pool->pages */
-    uint32_t occupied;          /* slices that are not FREE */
-    uint64_t occupied_bytes;    /* their lengths */
-    uint32_t live;              /* LIVE slices: the page can move whole when live == occupied */
-    uint64_t live_size;         /* their requested sizes */
-    uint32_t guards;            /* sealed graphs using this page */
-    uint32_t transfers;         /* relo_read/relo_write in progress without the lock:
+    uint32_t index;          /* position in pool->pages */
+    uint32_t occupied;       /* slices that are not FREE */
+    uint64_t occupied_bytes; /* their lengths */
+    uint32_t live;           /* LIVE slices: the page can move whole when live == occupied */
+    uint64_t live_size;      /* their requested sizes */
+    uint32_t guards;         /* sealed graphs using this page */
+    uint32_t transfers;      /* relo_read/relo_write in progress without the lock:
                                    no source, and not given back */
-    uint32_t touch_stamp;       /* capture epoch that last touched it */
-    uint32_t suspicion;         /* exclusive pools: how unused it looks */
-    bool fenced;                /* a compaction source: its room serves nothing */
-    bool pending;               /* queued on the device's release list */
-    bool on_free_list;          /* exclusive/persistent: in pool->free_pages */
+    uint32_t touch_stamp;    /* capture epoch that last touched it */
+    uint32_t suspicion;      /* exclusive pools: how unused it looks */
+    bool fenced;             /* a compaction source: its room serves nothing */
+    bool pending;            /* queued on the device's release list */
+    bool on_free_list;       /* exclusive/persistent: in pool->free_pages */
     struct relo_page *pending_next;
     struct relo_page *free_prev; /* exclusive/persistent: pool's free pages */
     struct relo_page *free_next;
     relo_slice *first;          /* lowest-address slice */
     struct relo_page *occ_prev; /* sliced pools: the page's occupancy list (pool/occupancy.h) */
     struct relo_page *occ_next;
-    uint64_t occ_room;          /* its free bytes counted in the pool's room (0: serves nothing) */
+    uint64_t occ_room;                /* its free bytes counted in the pool's room (0: serves nothing) */
     struct relo_page *occ_dirty_next; /* the pool's touched pages, while occ_dirty, linked both */
     struct relo_page *occ_dirty_prev; /* ways so one leaves without settling the rest */
-    uint16_t occ_list;          /* which list: RELO_OCC_NONE, RELO_OCC_EMPTY, 2 + class list */
-    bool occ_dirty;             /* changed since its occupancy list was last settled */
+    uint16_t occ_list;                /* which list: RELO_OCC_NONE, RELO_OCC_EMPTY, 2 + class list */
+    bool occ_dirty;                   /* changed since its occupancy list was last settled */
 } relo_page;
 
 /** A slab of slice nodes and page records, both allocated in chunks, so
  *  that slice churn and new pages seldom reach malloc. */
 typedef struct relo_slice_slab {
-    relo_slice *free;           /* free nodes, linked through left */
-    void **chunks;              /* every chunk allocated (nodes and records), for destroy */
+    relo_slice *free; /* free nodes, linked through left */
+    void **chunks;    /* every chunk allocated (nodes and records), for destroy */
     uint32_t chunk_count, chunk_cap;
-    relo_page *free_pages;      /* page records not in use, linked through free_next */
+    relo_page *free_pages; /* page records not in use, linked through free_next */
 } relo_slice_slab;
 
 /** Adds a chunk of free nodes to the slab. Returns false when host memory

@@ -21,7 +21,8 @@ static uint64_t repagination_gain(const relo_pool *pool, const relo_page *page, 
 {
     uint64_t needed, shared;
     if (!relo__round_up(page->occupied_bytes, pool->granule, &needed)) return 0;
-    if (share && relo__round_up(relo__add_sat(page->occupied_bytes, page->occupied_bytes), pool->granule, &shared) &&
+    if (share &&
+        relo__round_up(relo__add_sat(page->occupied_bytes, page->occupied_bytes), pool->granule, &shared) &&
         page->size == relo__min(shared, relo__max(needed, pool->page_size)))
         return 0;
     return relo__sub_sat(page->size, needed);
@@ -81,13 +82,17 @@ static bool plan_pair(relo_pass *pass, relo_pool *pool, relo_page *p, relo_candi
 }
 
 /* Free room of spill's pages that serve (0 without spill). */
-static uint64_t spill_room(relo_pool *spill) { return spill ? relo__occupancy_room(spill) : 0; }
+static uint64_t spill_room(relo_pool *spill)
+{
+    return spill ? relo__occupancy_room(spill) : 0;
+}
 
 /* The pages of class cls of pool that a pass may empty now (they serve
  * and everything on them can move; unhurried: sparse ones only) into
  * *c, grown as needed. Returns how many, or UINT32_MAX when host memory
  * ran out. */
-static uint32_t class_candidates(relo_pool *pool, uint32_t cls, bool unhurried, relo_candidate **c, uint32_t *cap)
+static uint32_t class_candidates(relo_pool *pool, uint32_t cls, bool unhurried, relo_candidate **c,
+                                 uint32_t *cap)
 {
     uint32_t n = 0;
     for (int dense = 0; dense < (unhurried ? 1 : 2); dense++) {
@@ -175,7 +180,8 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
                 break;
             }
             bool planned = may_fit && relo__pass_plan_page(pass, pool, p, RELO_NEW_PAGE_NONE);
-            if (!planned && may_fit && spill) planned = relo__pass_plan_page(pass, spill, p, RELO_NEW_PAGE_NONE);
+            if (!planned && may_fit && spill)
+                planned = relo__pass_plan_page(pass, spill, p, RELO_NEW_PAGE_NONE);
             /* Outside memory pressure a run's new page has room for as
              * much again: the next candidate (one of the
              * same occupancy class, so of about the same live bytes) or
@@ -190,7 +196,8 @@ static uint64_t plan_pool(relo_pass *pass, relo_pool *pool, relo_pool *spill, ui
             if (!planned && worth_pages && pressure) planned = plan_pair(pass, pool, p, c, &n, &paired);
             if (!planned && worth_pages) {
                 shared = share;
-                planned = relo__pass_plan_run(pass, pool, p->first, NULL, exact, shared ? p->occupied_bytes : 0);
+                planned = relo__pass_plan_run(pass, pool, p->first, NULL, exact,
+                                              shared ? p->occupied_bytes : 0);
             }
             if (planned) {
                 room -= relo__min(room, own_room + p->occupied_bytes);
@@ -266,9 +273,7 @@ uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uin
      * back what it emptied, as it always did; a refused page or a reclaim
      * gives every empty page back. */
     bool keeps = reason == RELO_REASON_COMPACT || reason == RELO_REASON_CACHE_LIMIT;
-    uint64_t keep = keeps && d->desc.cache_limit != RELO_CACHE_LIMIT_NEVER
-                        ? relo__cache_limit(d)
-                        : 0;
+    uint64_t keep = keeps && d->desc.cache_limit != RELO_CACHE_LIMIT_NEVER ? relo__cache_limit(d) : 0;
     uint64_t released = 0, kept = 0, planned_bytes = 0;
     release_packed_empty(d, only, keep, &released);
     for (int i = 0; i < MAX_PASSES && released + kept < want && planned_bytes < budget; i++) {
@@ -393,7 +398,8 @@ bool relo__compact_make_room(relo_device *d, relo_pool *pool, uint64_t length)
         if (!best_window(p, length, &now) || now.live_bytes == 0) continue;
         if (!relo__pass_fence(&pass, p)) break;
         planned = relo__pass_plan_slices(&pass, pool, now.first, now.end, RELO_NEW_PAGE_NONE);
-        if (!planned && spill) planned = relo__pass_plan_slices(&pass, spill, now.first, now.end, RELO_NEW_PAGE_NONE);
+        if (!planned && spill)
+            planned = relo__pass_plan_slices(&pass, spill, now.first, now.end, RELO_NEW_PAGE_NONE);
         if (!planned) relo__pass_unfence_last(&pass);
     }
     relo__free(w);
@@ -443,7 +449,8 @@ bool relo__compact_make_room_chained(relo_device *d, relo_pool *pool, uint64_t l
         } else if (!moved) {
             continue;
         }
-        if (relo__free_index_find(&pool->free, length) || relo__compact_make_room(d, pool, length)) return true;
+        if (relo__free_index_find(&pool->free, length) || relo__compact_make_room(d, pool, length))
+            return true;
     }
     return moved;
 }

@@ -113,7 +113,10 @@ static void free_targets(relo_pass *plan, uint32_t from)
     plan->count = from;
 }
 
-void relo__pass_drop_moves(relo_pass *plan) { free_targets(plan, 0); }
+void relo__pass_drop_moves(relo_pass *plan)
+{
+    free_targets(plan, 0);
+}
 
 /* Larger size first, then lower offset: a total order over the slices of
  * one page (their offsets differ), so any sort gives the same order. */
@@ -204,8 +207,8 @@ bool relo__pass_plan_run(relo_pass *plan, relo_pool *target, relo_slice *first, 
         target->exact_hint = rest;
         rest -= sl->length;
         relo_slice *dst = NULL;
-        if (!plan_grow(plan) ||
-            relo__sliced_reserve_in(target, sl->size, sl->slot, RELO_SLICE_TARGET, new_page, &dst) != RELO_OK) {
+        if (!plan_grow(plan) || relo__sliced_reserve_in(target, sl->size, sl->slot, RELO_SLICE_TARGET,
+                                                        new_page, &dst) != RELO_OK) {
             free_targets(plan, mark);
             ok = false;
             break;
@@ -316,7 +319,9 @@ static uint32_t chunk_count(const relo_move *mv)
 static relo_status copy_chunk(relo_backend *b, const relo_move *mv, uint32_t k, bool undo)
 {
     const relo_slice *src = mv->src;
-    if (mv->dst) return b->ops.copy(b->ctx, src->page->buffer, src->offset, mv->dst->page->buffer, mv->dst->offset, src->size);
+    if (mv->dst)
+        return b->ops.copy(b->ctx, src->page->buffer, src->offset, mv->dst->page->buffer, mv->dst->offset,
+                           src->size);
     uint64_t gap = src->offset - mv->slide_to, at = (uint64_t)k * gap;
     uint64_t n = relo__min(gap, src->size - at);
     void *buf = src->page->buffer;
@@ -530,12 +535,10 @@ bool relo__pass_close(relo_pass *plan, relo_copy_outcome outcome)
         case RELO_COPY_UNKNOWN:
             count_abandoned(d, plan);
             leak_all(plan);
-            relo__log(d, RELO_LOG_ERROR,
-                      "relocation (%s): waiting for copies failed; both sides leaked",
+            relo__log(d, RELO_LOG_ERROR, "relocation (%s): waiting for copies failed; both sides leaked",
                       relo__reason_name(plan->reason));
             break;
-        case RELO_COPY_OUTCOME_COUNT:
-            break;
+        case RELO_COPY_OUTCOME_COUNT: break;
         }
         /* What did not commit: targets go back (leaked ones stay LEAKED),
          * and allocations released while the pass was open go now. */
@@ -630,7 +633,10 @@ static void trigger_stall(relo_arena *arena)
 }
 
 /* Clears the stall (something moved). */
-static void trigger_unstall(relo_arena *arena) { arena->stalled = false; }
+static void trigger_unstall(relo_arena *arena)
+{
+    arena->stalled = false;
+}
 
 bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
 {
@@ -651,8 +657,7 @@ bool relo__relocate(relo_device *d, relo_stream *only, relo_reason reason)
     bool moved = relo__pass_finish(&pass);
     for (uint32_t i = first; i < end; i++) {
         relo_arena *a = relo__layout_arena(&d->streams[i]->layout);
-        if (!a)
-            continue;
+        if (!a) continue;
         if (moved)
             trigger_unstall(a);
         else if (relo__arena_has_outdated(a))
@@ -699,4 +704,3 @@ relo_reason relo__trigger(struct relo_stream *stream)
     return relo__pressure_high(d->capacity, held, arena->page_size) ? RELO_REASON_MEMORY_PRESSURE
                                                                     : RELO_REASON_NONE;
 }
-

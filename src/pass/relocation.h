@@ -19,10 +19,10 @@
 
 /** What became of one move while its pass was open. */
 typedef enum relo_move_fate {
-    RELO_FATE_PLANNED = 0,  /* commits if the copies landed */
-    RELO_FATE_SKIPPED,      /* vetoed (the runtime, or a resolve, pin or write of the
+    RELO_FATE_PLANNED = 0, /* commits if the copies landed */
+    RELO_FATE_SKIPPED,     /* vetoed (the runtime, or a resolve, pin or write of the
                                source while the pass was open): the source stays */
-    RELO_FATE_DROPPED,      /* the allocation was released while the pass was open:
+    RELO_FATE_DROPPED,     /* the allocation was released while the pass was open:
                                both sides are freed when it closes */
     RELO_FATE_COUNT
 } relo_move_fate;
@@ -35,17 +35,17 @@ typedef enum relo_move_fate {
  *  may (device lock). */
 typedef struct relo_move {
     relo_slice *src;
-    relo_slice *dst;        /* NULL: a slide */
-    uint64_t slide_to;      /* a slide's new offset in src's page (< src->offset) */
+    relo_slice *dst;   /* NULL: a slide */
+    uint64_t slide_to; /* a slide's new offset in src's page (< src->offset) */
     uint32_t slot;
-    uint8_t fate;           /* relo_move_fate */
+    uint8_t fate; /* relo_move_fate */
 } relo_move;
 
 /** How the copies of a pass ended. */
 typedef enum relo_copy_outcome {
-    RELO_COPY_LANDED = 0,   /* every copy done: commit */
-    RELO_COPY_ABANDONED,    /* nothing was (or may still be) written: free targets */
-    RELO_COPY_UNKNOWN,      /* the final wait failed: leak both sides */
+    RELO_COPY_LANDED = 0, /* every copy done: commit */
+    RELO_COPY_ABANDONED,  /* nothing was (or may still be) written: free targets */
+    RELO_COPY_UNKNOWN,    /* the final wait failed: leak both sides */
     RELO_COPY_OUTCOME_COUNT
 } relo_copy_outcome;
 
@@ -69,33 +69,33 @@ typedef struct relo_finish {
 struct relo_pass {
     struct relo_device *device;
     relo_reason reason;
-    uint64_t id;            /* counts streams once per pass in their stats */
+    uint64_t id; /* counts streams once per pass in their stats */
     relo_move *moves;
     uint32_t count, cap;
-    uint64_t bytes;         /* requested bytes planned */
+    uint64_t bytes; /* requested bytes planned */
     uint64_t started_ns;
-    uint64_t max_bytes;     /* 0 = no bound */
-    uint64_t max_ns;        /* 0 = no bound */
-    uint32_t max_moves;     /* 0 = no bound */
-    uint64_t budget;        /* requested bytes the pass may plan, its first page
+    uint64_t max_bytes; /* 0 = no bound */
+    uint64_t max_ns;    /* 0 = no bound */
+    uint32_t max_moves; /* 0 = no bound */
+    uint64_t budget;    /* requested bytes the pass may plan, its first page
                                included (unlike max_bytes); UINT64_MAX = no bound */
-    relo_page **fences;     /* compaction sources, or the pages a slide pass packs;
+    relo_page **fences; /* compaction sources, or the pages a slide pass packs;
                                unfenced when the pass closes */
-    bool slides;            /* a slide pass (pass/slide.c): every move is a slide, every
+    bool slides;        /* a slide pass (pass/slide.c): every move is a slide, every
                                fenced page is packed on commit */
-    bool cut;               /* planning stopped at the pass's bounds: a later pass
+    bool cut;           /* planning stopped at the pass's bounds: a later pass
                                may plan what this one left */
     uint32_t fence_count, fence_cap;
-    relo_finish *finishes;  /* the streams' finishes, taken at open */
+    relo_finish *finishes; /* the streams' finishes, taken at open */
     uint32_t finish_count;
-    bool all_finish;        /* every stream had one: no backend device wait */
-    bool runtime;           /* driven by the runtime (relo_pass_begin) */
+    bool all_finish;           /* every stream had one: no backend device wait */
+    bool runtime;              /* driven by the runtime (relo_pass_begin) */
     struct relo_stream *scope; /* a runtime pass: the stream it covers, NULL = every one */
-    pthread_t owner;        /* the thread that opened it */
-    bool copied;            /* relo_pass_copy ran, or runs */
-    bool copying;           /* relo_pass_copy runs now, on thread copier */
+    pthread_t owner;           /* the thread that opened it */
+    bool copied;               /* relo_pass_copy ran, or runs */
+    bool copying;              /* relo_pass_copy runs now, on thread copier */
     pthread_t copier;
-    uint8_t copy_outcome;   /* its relo_copy_outcome */
+    uint8_t copy_outcome; /* its relo_copy_outcome */
 };
 
 void relo__pass_begin(relo_pass *pass, relo_device *device, relo_reason reason);
@@ -277,7 +277,6 @@ static inline bool relo__pass_is_slide(const relo_device *device, const relo_sli
 relo_reason relo__trigger(struct relo_stream *stream);
 
 
-
 /** The pressure rule: held + page > capacity - page (saturating). */
 bool relo__pressure_high(uint64_t capacity, uint64_t held, uint64_t page);
 
@@ -420,7 +419,8 @@ bool relo__slide_make_room_evicting(relo_device *device, relo_pool *pool, uint64
  */
 
 #define RELO_TRIM_LIVE_DIVISOR 16u /* RELO_CACHE_LIMIT_PROPORTIONAL: live / 16, ... */
-#define RELO_TRIM_POOLS 2u          /* ... at least a granule per dynamic pool (packed: fine, large;
+#define RELO_TRIM_POOLS \
+    2u /* ... at least a granule per dynamic pool (packed: fine, large;
                                        adaptive: small, arena) of each stream */
 
 /** Bytes live on the device (requested sizes of live allocations). */
@@ -470,10 +470,12 @@ void relo__trim_auto(relo_device *device);
  *  reservation of some bytes) the adaptive placement's trigger may relocate. */
 void relo__steps_before_reserve(relo_device *device, relo_stream *stream, bool may_relocate);
 
-#define RELO_PACK_BUDGET_DIVISOR 64u /* packing nothing waits on copies at most 1/64
+#define RELO_PACK_BUDGET_DIVISOR \
+    64u                           /* packing nothing waits on copies at most 1/64
                                          of the bytes reserved so far ... */
-#define RELO_PACK_FREE_DIVISOR 4u    /* ... while the device stays over 1/4 free */
-#define RELO_PACK_MIN_GAIN (UINT64_C(1) << 20) /* packing past the cache limit
+#define RELO_PACK_FREE_DIVISOR 4u /* ... while the device stays over 1/4 free */
+#define RELO_PACK_MIN_GAIN \
+    (UINT64_C(1) << 20) /* packing past the cache limit
                                                   starts once as much again, and at least
                                                   a granule or 1 MiB, is held past it */
 

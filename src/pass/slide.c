@@ -216,7 +216,8 @@ static bool evict_make_room(relo_device *d, relo_pool *pool, uint64_t length, bo
         relo_page *p = c[i].page;
         /* chosen holds the last page looked at: choose again for this one. */
         uint64_t bytes, cover;
-        uint32_t k = choose_evictions(p, length, room_for(p, top_page, top, second, spare), chosen, &bytes, &cover);
+        uint32_t k = choose_evictions(p, length, room_for(p, top_page, top, second, spare), chosen, &bytes,
+                                      &cover);
         relo_pass pass;
         relo__pass_begin(&pass, d, RELO_REASON_MEMORY_PRESSURE);
         /* Fenced, the page takes none of its own allocations. */
@@ -253,7 +254,8 @@ done:
             if (!evict_make_room(d, pool, block[k], false)) continue;
             made = true;
         }
-        if (relo__free_index_find(&pool->free, length) || evict_make_room(d, pool, length, false)) return true;
+        if (relo__free_index_find(&pool->free, length) || evict_make_room(d, pool, length, false))
+            return true;
         moved |= made;
     }
     return moved;

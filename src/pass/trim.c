@@ -22,7 +22,10 @@ uint64_t relo__trim_resolve(const relo_device *d, uint64_t v)
     return relo__max(relo__trim_live(d) / RELO_TRIM_LIVE_DIVISOR, floor);
 }
 
-uint64_t relo__cache_limit(const relo_device *d) { return relo__trim_resolve(d, d->desc.cache_limit); }
+uint64_t relo__cache_limit(const relo_device *d)
+{
+    return relo__trim_resolve(d, d->desc.cache_limit);
+}
 
 /* True while the device holds more than live + keep bytes. */
 static bool over(const relo_device *d, uint64_t keep)
@@ -61,7 +64,7 @@ typedef struct trim_walk {
     relo_device *device;
     uint64_t keep;
     uint64_t released;
-    relo_buffer_batch batch;    /* detached, freed without the lock after the walk */
+    relo_buffer_batch batch; /* detached, freed without the lock after the walk */
 } trim_walk;
 
 static void trim_pool(relo_pool *pool, void *user)

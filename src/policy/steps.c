@@ -58,8 +58,8 @@ bool relo__steps_pack_before_page(relo_device *d, relo_stream *s, uint64_t page)
     return pack_within_budget(d, s, page, RELO_REASON_COMPACT);
 }
 
-RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, relo_status st, relo_pool *room_pool,
-                                relo_status (*retry)(void *ctx), void *ctx)
+RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64_t size, relo_status st,
+                                          relo_pool *room_pool, relo_status (*retry)(void *ctx), void *ctx)
 {
     if (st == RELO_ERR_PAGE_SIZES_EXHAUSTED) {
         /* The arena has no slot for another page size: empty the outdated
@@ -102,10 +102,12 @@ RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64
         if (st == RELO_ERR_OUT_OF_MEMORY && relo__slide_make_room(d, room_pool, padded)) {
             st = retry(ctx);
             if (st == RELO_ERR_OUT_OF_MEMORY &&
-                relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX) > 0)
+                relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX) >
+                    0)
                 st = retry(ctx);
         }
-        if (st == RELO_ERR_OUT_OF_MEMORY && relo__slide_make_room_evicting(d, room_pool, padded)) st = retry(ctx);
+        if (st == RELO_ERR_OUT_OF_MEMORY && relo__slide_make_room_evicting(d, room_pool, padded))
+            st = retry(ctx);
     }
     /* 5. Still refused, with the room in tails that rounding to the granule
      *    strands on pages too full for anything to move into: the

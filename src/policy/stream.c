@@ -75,13 +75,10 @@ RELO_NOINLINE static relo_status route_outside_layout(struct relo_stream *s, rel
                                                       uint32_t slot, bool allow, relo_slice **out)
 {
     switch (mode) {
-    case RELO_MODE_DEDICATED:
-        return relo__dedicated_reserve(&s->dedicated, size, slot, allow, out);
-    case RELO_MODE_PERSISTENT:
-        return relo__persistent_reserve(&s->persistent, size, slot, allow, out);
+    case RELO_MODE_DEDICATED: return relo__dedicated_reserve(&s->dedicated, size, slot, allow, out);
+    case RELO_MODE_PERSISTENT: return relo__persistent_reserve(&s->persistent, size, slot, allow, out);
     case RELO_MODE_AUTO:
-    case RELO_MODE_COUNT:
-        break;
+    case RELO_MODE_COUNT: break;
     }
     return relo__exclusive_reserve(&s->tiny, 0, slot, allow, out);
 }

@@ -65,8 +65,8 @@ static void pool_outdate(relo_pool *pool)
     }
 }
 
-static relo_status grow(relo_arena *arena, uint64_t size, uint64_t page,
-                        uint32_t slot, bool allow_new_page, relo_slice **out)
+static relo_status grow(relo_arena *arena, uint64_t size, uint64_t page, uint32_t slot, bool allow_new_page,
+                        relo_slice **out)
 {
     if (!allow_new_page) return RELO_ERR_PAGE_UPDATE_FORBIDDEN;
     int i = free_slot(arena);
@@ -94,8 +94,8 @@ static relo_status grow(relo_arena *arena, uint64_t size, uint64_t page,
     return RELO_OK;
 }
 
-relo_status relo__arena_reserve(relo_arena *arena, uint64_t size,
-                                uint32_t slot, bool allow_new_page, relo_slice **out)
+relo_status relo__arena_reserve(relo_arena *arena, uint64_t size, uint32_t slot, bool allow_new_page,
+                                relo_slice **out)
 {
     /* The current pages take it (RELO_FIT_FITS, as arena_fit
      * would find, every arena page being at most the largest): padded
@@ -104,17 +104,16 @@ relo_status relo__arena_reserve(relo_arena *arena, uint64_t size,
     uint64_t needed;
     if (current && size > 0 && relo__pad_size(size, arena->home->alignment, arena->page_size, &needed))
         return relo__sliced_reserve_padded(current, size, needed, slot, RELO_SLICE_LIVE,
-                                           allow_new_page ? RELO_NEW_PAGE_POOL_RULE : RELO_NEW_PAGE_NONE, out);
+                                           allow_new_page ? RELO_NEW_PAGE_POOL_RULE : RELO_NEW_PAGE_NONE,
+                                           out);
     uint64_t page = 0;
     switch (arena_fit(arena, size, &page)) {
     case RELO_FIT_FITS:
-        return relo__sliced_reserve(relo__arena_current(arena), size, slot, RELO_SLICE_LIVE,
-                                    allow_new_page, out);
-    case RELO_FIT_GROW:
-        return grow(arena, size, page, slot, allow_new_page, out);
+        return relo__sliced_reserve(relo__arena_current(arena), size, slot, RELO_SLICE_LIVE, allow_new_page,
+                                    out);
+    case RELO_FIT_GROW: return grow(arena, size, page, slot, allow_new_page, out);
     case RELO_FIT_TOO_BIG:
-    case RELO_FIT_COUNT:
-        break;
+    case RELO_FIT_COUNT: break;
     }
     return RELO_ERR_BUFFER_TOO_BIG;
 }

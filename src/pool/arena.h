@@ -26,21 +26,21 @@ typedef struct relo_arena_shape {
 } relo_arena_shape;
 
 typedef struct relo_arena {
-    const relo_pool_home *home;     /* its pools'; alignment and max page come from it */
+    const relo_pool_home *home; /* its pools'; alignment and max page come from it */
     relo_pool *slots[RELO_ARENA_SLOTS];
-    int current;                /* slot of the current pool, -1 before the first */
-    uint32_t pool_count;        /* slots holding a pool */
-    uint64_t page_size;         /* current page size (the floor before the first) */
-    uint64_t floor;             /* min(2 MiB, max page), rounded up to the alignment */
-    bool stalled;               /* the last relocation moved nothing ... */
-    relo_arena_shape stall;     /* ... with the arena in this shape */
+    int current;            /* slot of the current pool, -1 before the first */
+    uint32_t pool_count;    /* slots holding a pool */
+    uint64_t page_size;     /* current page size (the floor before the first) */
+    uint64_t floor;         /* min(2 MiB, max page), rounded up to the alignment */
+    bool stalled;           /* the last relocation moved nothing ... */
+    relo_arena_shape stall; /* ... with the arena in this shape */
 } relo_arena;
 
 /** How a size fits the arena. */
 typedef enum relo_fit {
-    RELO_FIT_FITS = 0,   /* current pages take it */
-    RELO_FIT_GROW,       /* a pool with larger pages is needed */
-    RELO_FIT_TOO_BIG,    /* larger than the largest page */
+    RELO_FIT_FITS = 0, /* current pages take it */
+    RELO_FIT_GROW,     /* a pool with larger pages is needed */
+    RELO_FIT_TOO_BIG,  /* larger than the largest page */
     RELO_FIT_COUNT
 } relo_fit;
 
@@ -56,8 +56,8 @@ void relo__arena_init(relo_arena *arena, const relo_pool_home *home);
  * RELO_ERR_OUT_OF_MEMORY and other backend refusals; RELO_ERR_HOST_MEMORY.
  * On failure nothing changed (a refused growth changes nothing).
  */
-relo_status relo__arena_reserve(relo_arena *arena, uint64_t size,
-                                uint32_t slot, bool allow_new_page, relo_slice **out);
+relo_status relo__arena_reserve(relo_arena *arena, uint64_t size, uint32_t slot, bool allow_new_page,
+                                relo_slice **out);
 
 /** The current pool, or NULL before the first reservation. */
 relo_pool *relo__arena_current(const relo_arena *arena);

@@ -38,7 +38,8 @@ static void unlink_page(relo_occupancy *occ, relo_page *page)
     else
         *head_of(occ, code) = page->occ_next;
     if (page->occ_next) page->occ_next->occ_prev = page->occ_prev;
-    if (code >= 2 && !occ->lists[code - 2]) occ->bitmap[(code - 2) / 64] &= ~(UINT64_C(1) << ((code - 2) % 64));
+    if (code >= 2 && !occ->lists[code - 2])
+        occ->bitmap[(code - 2) / 64] &= ~(UINT64_C(1) << ((code - 2) % 64));
     page->occ_prev = page->occ_next = NULL;
     page->occ_list = RELO_OCC_NONE;
 }
@@ -222,10 +223,10 @@ bool relo__occupancy_empty_pages(relo_pool *pool, relo_page_list *out)
 
 bool relo__occupancy_check(const relo_pool *pool, const char **why)
 {
-#define FAIL(msg)                                                              \
-    do {                                                                       \
-        *why = msg;                                                            \
-        return false;                                                          \
+#define FAIL(msg)     \
+    do {              \
+        *why = msg;   \
+        return false; \
     } while (0)
     const relo_occupancy *occ = &pool->occupancy;
     if (!occ->lists) {
@@ -239,7 +240,8 @@ bool relo__occupancy_check(const relo_pool *pool, const char **why)
         if (p->occ_dirty_prev != last) FAIL("occupancy touched list links disagree");
         if (++dirty > RELO_OCC_TOUCHED_MAX) FAIL("occupancy touched list holds too many pages");
     }
-    if (last != occ->dirty_tail || dirty != occ->dirty_count) FAIL("occupancy touched list's tail or count is wrong");
+    if (last != occ->dirty_tail || dirty != occ->dirty_count)
+        FAIL("occupancy touched list's tail or count is wrong");
     uint64_t room = 0, marked = 0, indexed = 0;
     for (uint32_t i = 0; i < pool->page_count; i++) {
         const relo_page *p = pool->pages[i];

@@ -40,10 +40,10 @@
 
 struct relo_pool;
 
-#define RELO_OCC_CLASSES 256u                   /* classes of live bytes up to 2^64 */
-#define RELO_OCC_LISTS (2u * RELO_OCC_CLASSES)  /* list 2c: class c, sparse; 2c + 1: the rest */
+#define RELO_OCC_CLASSES 256u                  /* classes of live bytes up to 2^64 */
+#define RELO_OCC_LISTS (2u * RELO_OCC_CLASSES) /* list 2c: class c, sparse; 2c + 1: the rest */
 #define RELO_OCC_WORDS (RELO_OCC_LISTS / 64u)
-#define RELO_OCC_TOUCHED_MAX 32u                /* touched pages waiting to be settled */
+#define RELO_OCC_TOUCHED_MAX 32u /* touched pages waiting to be settled */
 
 /* page->occ_list: 0 not indexed (not a sliced page, or taken out), 1 the
  * empty list, 2 + i list i of the classes. */
@@ -51,18 +51,18 @@ struct relo_pool;
 #define RELO_OCC_EMPTY 1u
 
 typedef struct relo_occupancy {
-    relo_page **lists;              /* RELO_OCC_LISTS heads, allocated with the first page */
+    relo_page **lists;               /* RELO_OCC_LISTS heads, allocated with the first page */
     uint64_t bitmap[RELO_OCC_WORDS]; /* which lists hold pages */
-    relo_page *empty;               /* pages with no occupied slice */
-    relo_page *dirty;               /* pages touched since they were last settled,
+    relo_page *empty;                /* pages with no occupied slice */
+    relo_page *dirty;                /* pages touched since they were last settled,
                                        oldest first, through occ_dirty_next (and back
                                        through occ_dirty_prev) */
-    relo_page *dirty_tail;          /* the newest of them */
-    uint32_t dirty_count;           /* how many (at most RELO_OCC_TOUCHED_MAX) */
-    uint64_t room;                  /* free bytes of the pages that serve, as the
+    relo_page *dirty_tail;           /* the newest of them */
+    uint32_t dirty_count;            /* how many (at most RELO_OCC_TOUCHED_MAX) */
+    uint64_t room;                   /* free bytes of the pages that serve, as the
                                        pages were when last settled */
-    uint64_t plan_visits;           /* pages compaction planning took from the lists (tests) */
-    uint64_t empty_visits;          /* pages the release of empty pages took from its list (tests) */
+    uint64_t plan_visits;            /* pages compaction planning took from the lists (tests) */
+    uint64_t empty_visits;           /* pages the release of empty pages took from its list (tests) */
 } relo_occupancy;
 
 /** The class of a page with live bytes; classes grow with live bytes. */
@@ -128,7 +128,7 @@ static inline relo_page *relo__occupancy_list(const relo_occupancy *occ, uint32_
 
 /** A list of pages kept in the caller's frame while it is short. */
 typedef struct relo_page_list {
-    relo_page **pages;          /* inline, or from the heap when longer */
+    relo_page **pages; /* inline, or from the heap when longer */
     uint32_t count;
     relo_page *inline_pages[RELO_PAGE_LIST_INLINE];
 } relo_page_list;

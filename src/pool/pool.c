@@ -24,8 +24,8 @@ const char *relo__pool_kind_name(relo_pool_kind kind)
     return "unknown";
 }
 
-void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name,
-                     const relo_pool_home *home, uint64_t page_size)
+void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name, const relo_pool_home *home,
+                     uint64_t page_size)
 {
     memset(pool, 0, sizeof *pool);
     pool->kind = kind;
@@ -91,7 +91,8 @@ relo_status relo__pool_page_new(relo_pool *pool, uint64_t size, relo_page **out)
     if (pool->kind == RELO_POOL_SLICED) {
         /* The index is set up with the first page, for the longest slice
          * the pool may hold; allocating fails here, never on release. */
-        relo_status ist = relo__free_index_init(&pool->free, pool->best_fit, relo__max(size, pool->page_size));
+        relo_status ist = relo__free_index_init(&pool->free, pool->best_fit,
+                                                relo__max(size, pool->page_size));
         if (ist == RELO_OK) ist = relo__occupancy_init(&pool->occupancy);
         if (ist != RELO_OK) return ist;
     }
@@ -175,7 +176,8 @@ static void detach(relo_pool *pool, relo_page *page, relo_buffer_free *out, bool
  *  (bytes reserved, counters) already says it is gone. */
 static void pool_page_detach(relo_pool *pool, relo_page *page, relo_buffer_free *out)
 {
-    RELO_ASSERT(page->occupied == 0 && page->guards == 0 && !page->pending && !page->fenced && !page->transfers);
+    RELO_ASSERT(page->occupied == 0 && page->guards == 0 && !page->pending && !page->fenced &&
+                !page->transfers);
     detach(pool, page, out, pool->kind == RELO_POOL_SLICED);
 }
 
@@ -349,8 +351,7 @@ RELO_NOINLINE static void free_unsliced(relo_pool *pool, relo_slice *slice)
         if (page->guards == 0) relo__pool_queue_release(pool, page);
         break;
     case RELO_POOL_SLICED:
-    case RELO_POOL_KIND_COUNT:
-        break;
+    case RELO_POOL_KIND_COUNT: break;
     }
 }
 
@@ -381,7 +382,8 @@ void relo__pool_slice_free(relo_pool *pool, relo_slice *slice)
         return;
     }
     merge_neighbours(pool, slice);
-    if (page->occupied == 0 && relo__page_serves(page) && pool->outdated) relo__pool_queue_release(pool, page);
+    if (page->occupied == 0 && relo__page_serves(page) && pool->outdated)
+        relo__pool_queue_release(pool, page);
 }
 
 /* Takes a sliced page's free room out of the index, or puts it back. */
@@ -468,10 +470,10 @@ void relo__pool_free_page_remove(relo_pool *pool, relo_page *page)
 
 bool relo__pool_check(const relo_pool *pool, const relo_pool_checker *checker, const char **why)
 {
-#define FAIL(msg)                                                              \
-    do {                                                                       \
-        *why = msg;                                                            \
-        return false;                                                          \
+#define FAIL(msg)     \
+    do {              \
+        *why = msg;   \
+        return false; \
     } while (0)
     uint64_t allocations = 0, in_use = 0, padding = 0, reserved = 0, empty = 0, guarded = 0, free_slices = 0;
     if (pool->fill_page) FAIL("a fill page is set outside the planning of a pass");
@@ -520,8 +522,7 @@ bool relo__pool_check(const relo_pool *pool, const relo_pool_checker *checker, c
         if (live != p->live || live_size != p->live_size) FAIL("page live counters are wrong");
         if (checker && !checker->page(checker->user, p, why)) return false;
     }
-    if (allocations != pool->allocations || in_use != pool->bytes_in_use ||
-        padding != pool->bytes_padding)
+    if (allocations != pool->allocations || in_use != pool->bytes_in_use || padding != pool->bytes_padding)
         FAIL("pool allocation accounting is wrong");
     if (reserved != pool->bytes_reserved) FAIL("pool reserved bytes differ from its pages");
     if (empty != pool->bytes_empty) FAIL("pool empty bytes differ from its empty pages");

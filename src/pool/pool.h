@@ -24,10 +24,20 @@
  *  (monotonic; longest_pass_ns is a maximum; gauges are summed from the
  *  pools). pool/pool.c changes the backend and leak counters,
  *  pass/relocation.c and core/counters.c the rest. */
-#define RELO_COUNTER_LIST(X)                                                   \
-    X(relocations) X(relocations_abandoned) X(allocations_moved) X(bytes_moved) \
-    X(bytes_leaked) X(pages_released) X(backend_allocs) X(backend_frees) X(longest_pass_ns) \
-    X(allocations_total) X(bytes_allocated_total) X(frees_total) X(bytes_freed_total)
+#define RELO_COUNTER_LIST(X) \
+    X(relocations)           \
+    X(relocations_abandoned) \
+    X(allocations_moved)     \
+    X(bytes_moved)           \
+    X(bytes_leaked)          \
+    X(pages_released)        \
+    X(backend_allocs)        \
+    X(backend_frees)         \
+    X(longest_pass_ns)       \
+    X(allocations_total)     \
+    X(bytes_allocated_total) \
+    X(frees_total)           \
+    X(bytes_freed_total)
 
 typedef struct relo_counters {
 #define RELO_X_(name) uint64_t name;
@@ -38,10 +48,10 @@ typedef struct relo_counters {
 /** Bytes held and backend calls made, as a stream and a device count them;
  *  pool/pool.c keeps both exact on every page taken or given back. */
 typedef struct relo_held {
-    uint64_t bytes_reserved;        /* pages held */
+    uint64_t bytes_reserved; /* pages held */
     uint64_t peak_bytes_reserved;
-    uint64_t bytes_empty;           /* of which pages with no allocation (pass/trim.c) */
-    relo_counters counters;         /* backend_allocs, backend_frees, pages_released and
+    uint64_t bytes_empty;   /* of which pages with no allocation (pass/trim.c) */
+    relo_counters counters; /* backend_allocs, backend_frees, pages_released and
                                        bytes_leaked change here; the rest above */
 } relo_held;
 
@@ -52,24 +62,24 @@ typedef struct relo_held {
  * pointers outlive every pool that holds them.
  */
 typedef struct relo_pool_home {
-    relo_backend *backend;          /* pages come from and go back to it */
-    relo_releaser *releaser;        /* drained when the backend refuses a page */
-    relo_slice_slab *slab;          /* slice nodes */
-    relo_handle_table *handles;     /* a packed page withdraws its slots' bindings */
-    uint64_t alignment;             /* the backend's: slices start at multiples of it */
-    uint64_t max_page;              /* the backend's largest buffer, a multiple of alignment */
-    uint64_t granule;               /* the backend's allocation granule; 1 = bytes */
-    uint64_t *page_order;           /* the next page's order number (shared by every pool) */
-    relo_page **pending;            /* the queue of empty pages to give back at cleanup */
-    relo_held *held[2];             /* counted here: the stream's, then the device's */
-    void *owner;                    /* the stream, for the layers above (relo__pool_stream) */
+    relo_backend *backend;      /* pages come from and go back to it */
+    relo_releaser *releaser;    /* drained when the backend refuses a page */
+    relo_slice_slab *slab;      /* slice nodes */
+    relo_handle_table *handles; /* a packed page withdraws its slots' bindings */
+    uint64_t alignment;         /* the backend's: slices start at multiples of it */
+    uint64_t max_page;          /* the backend's largest buffer, a multiple of alignment */
+    uint64_t granule;           /* the backend's allocation granule; 1 = bytes */
+    uint64_t *page_order;       /* the next page's order number (shared by every pool) */
+    relo_page **pending;        /* the queue of empty pages to give back at cleanup */
+    relo_held *held[2];         /* counted here: the stream's, then the device's */
+    void *owner;                /* the stream, for the layers above (relo__pool_stream) */
 } relo_pool_home;
 
 typedef enum relo_pool_kind {
-    RELO_POOL_SLICED = 0,   /* fixed-size pages carved into slices */
-    RELO_POOL_EXCLUSIVE,    /* one slice per page, pages reused whole */
-    RELO_POOL_PERSISTENT,   /* exact-size buffers, kept until cleanup */
-    RELO_POOL_DEDICATED,    /* one buffer per allocation */
+    RELO_POOL_SLICED = 0, /* fixed-size pages carved into slices */
+    RELO_POOL_EXCLUSIVE,  /* one slice per page, pages reused whole */
+    RELO_POOL_PERSISTENT, /* exact-size buffers, kept until cleanup */
+    RELO_POOL_DEDICATED,  /* one buffer per allocation */
     RELO_POOL_KIND_COUNT
 } relo_pool_kind;
 
@@ -82,59 +92,68 @@ const char *relo__pool_kind_name(relo_pool_kind kind);
 
 typedef struct relo_pool {
     relo_pool_kind kind;
-    const char *name;           /* "small", "arena", "bucket", ... for reports */
+    const char *name; /* "small", "arena", "bucket", ... for reports */
     const relo_pool_home *home;
-    uint64_t page_size;         /* sliced: every page; exclusive: largest size taken */
-    int slot;                   /* arena slot, or -1 */
-    bool outdated;              /* serves nothing new; pages go back once empty */
-    bool periodic_release;      /* exclusive: the suspicion rule applies */
-    bool best_fit;              /* sliced: free index by size (packed placement), else by address */
-    bool variable_pages;        /* sliced: each new page sized to its request (packed: large pool) */
-    uint64_t granule;           /* variable_pages: new pages are multiples of this */
-    uint64_t exact_hint;        /* variable_pages, set while a pass plans: an EXACT new page
+    uint64_t page_size;                 /* sliced: every page; exclusive: largest size taken */
+    int slot;                           /* arena slot, or -1 */
+    bool outdated;                      /* serves nothing new; pages go back once empty */
+    bool periodic_release;              /* exclusive: the suspicion rule applies */
+    bool best_fit;                      /* sliced: free index by size (packed placement), else by address */
+    bool variable_pages;                /* sliced: each new page sized to its request (packed: large pool) */
+    uint64_t granule;                   /* variable_pages: new pages are multiples of this */
+    uint64_t exact_hint;                /* variable_pages, set while a pass plans: an EXACT new page
                                    holds at least this many bytes (the rest of the source's
                                    allocations, so they share one page); 0 = none */
-    struct relo_page *fill_page; /* sliced, set only while a pass plans a run into one page:
+    struct relo_page *fill_page;        /* sliced, set only while a pass plans a run into one page:
                                    reservations take its free room first (lowest address
                                    that fits), before the free index; NULL otherwise */
-    uint64_t small_request_max; /* variable_pages: requests up to this ... */
-    uint64_t small_request_page; /* ... get a new page of this size */
+    uint64_t small_request_max;         /* variable_pages: requests up to this ... */
+    uint64_t small_request_page;        /* ... get a new page of this size */
     uint64_t own_sizes[RELO_OWN_SIZES]; /* variable_pages: the last RELO_OWN_SIZES distinct larger
                                    requests given a page of their own (one of them again gets a
                                    page of several copies where that strands less); 0 = none */
-    uint32_t own_next;          /* ... the entry the next new size replaces */
+    uint32_t own_next;                  /* ... the entry the next new size replaces */
 
-    relo_page **pages;          /* every page held, page->index is the position */
+    relo_page **pages; /* every page held, page->index is the position */
     uint32_t page_count, page_cap;
 
-    relo_free_index free;       /* sliced: free slices of pages that serve */
-    relo_page *free_pages;      /* exclusive, persistent: pages with no allocation */
-    relo_occupancy occupancy;   /* sliced: pages by how full they are, and the room that serves */
+    relo_free_index free;     /* sliced: free slices of pages that serve */
+    relo_page *free_pages;    /* exclusive, persistent: pages with no allocation */
+    relo_occupancy occupancy; /* sliced: pages by how full they are, and the room that serves */
 
-    double average;             /* exclusive: running average of request sizes */
-    uint64_t reservations;      /* exclusive: reservations served */
-    uint64_t check_every;       /* exclusive: reservations between suspicion checks */
+    double average;        /* exclusive: running average of request sizes */
+    uint64_t reservations; /* exclusive: reservations served */
+    uint64_t check_every;  /* exclusive: reservations between suspicion checks */
 
     /* accounting, kept exact on every change */
-    uint64_t allocations;       /* LIVE slices */
-    uint64_t bytes_in_use;      /* their requested sizes */
-    uint64_t bytes_padding;     /* their padding */
-    uint64_t bytes_reserved;    /* sum of page sizes */
-    uint64_t bytes_empty;       /* sizes of the pages with no allocation: what a trim may give back */
+    uint64_t allocations;    /* LIVE slices */
+    uint64_t bytes_in_use;   /* their requested sizes */
+    uint64_t bytes_padding;  /* their padding */
+    uint64_t bytes_reserved; /* sum of page sizes */
+    uint64_t bytes_empty;    /* sizes of the pages with no allocation: what a trim may give back */
     uint64_t guarded_pages;
 } relo_pool;
 
 /** True when a page's free room may serve new reservations: no graph
  *  guards it and no compaction pass has fenced it off. */
-static inline bool relo__page_serves(const relo_page *page) { return page->guards == 0 && !page->fenced; }
+static inline bool relo__page_serves(const relo_page *page)
+{
+    return page->guards == 0 && !page->fenced;
+}
 
 /** The pool's free-index operations, under the pool's rule. */
-static inline void relo__pool_free_insert(relo_pool *pool, relo_slice *s) { relo__free_index_insert(&pool->free, s); }
-static inline void relo__pool_free_remove(relo_pool *pool, relo_slice *s) { relo__free_index_remove(&pool->free, s); }
+static inline void relo__pool_free_insert(relo_pool *pool, relo_slice *s)
+{
+    relo__free_index_insert(&pool->free, s);
+}
+static inline void relo__pool_free_remove(relo_pool *pool, relo_slice *s)
+{
+    relo__free_index_remove(&pool->free, s);
+}
 
 /** Sets up an empty pool. */
-void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name,
-                     const relo_pool_home *home, uint64_t page_size);
+void relo__pool_init(relo_pool *pool, relo_pool_kind kind, const char *name, const relo_pool_home *home,
+                     uint64_t page_size);
 
 /** Queues an empty page to go back at the next cleanup (no-op if queued). */
 void relo__pool_queue_release(relo_pool *pool, relo_page *page);
@@ -160,7 +179,7 @@ void relo__pool_page_release(relo_pool *pool, relo_page *page);
  *  the device lock (relo__device_free_batch). Set up with
  *  relo__buffer_batch_init; never copied (bufs may point into it). */
 typedef struct relo_buffer_batch {
-    relo_buffer_free *bufs;     /* inline_bufs, or from the heap when longer */
+    relo_buffer_free *bufs; /* inline_bufs, or from the heap when longer */
     uint32_t count, cap;
     relo_buffer_free inline_bufs[RELO_BUFFER_BATCH_INLINE];
 } relo_buffer_batch;
@@ -285,19 +304,19 @@ void relo__pool_slice_leak(relo_pool *pool, relo_slice *slice);
  * RELO_ERR_PAGE_UPDATE_FORBIDDEN (no room held and no new page allowed);
  * the backend's refusal; RELO_ERR_HOST_MEMORY. On failure nothing changed.
  */
-relo_status relo__sliced_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
-                                 relo_slice_state state, bool allow_new_page, relo_slice **out);
+relo_status relo__sliced_reserve(relo_pool *pool, uint64_t size, uint32_t slot, relo_slice_state state,
+                                 bool allow_new_page, relo_slice **out);
 
 /** Whether a reservation may add a page, and of which size. */
 typedef enum relo_new_page {
-    RELO_NEW_PAGE_NONE = 0,   /* only room already held */
-    RELO_NEW_PAGE_POOL_RULE,  /* a page as the pool makes them */
-    RELO_NEW_PAGE_EXACT,      /* variable pages: the request rounded to the granule */
+    RELO_NEW_PAGE_NONE = 0,        /* only room already held */
+    RELO_NEW_PAGE_POOL_RULE,       /* a page as the pool makes them */
+    RELO_NEW_PAGE_EXACT,           /* variable pages: the request rounded to the granule */
     RELO_NEW_PAGE_EXACT_OR_COPIES, /* as EXACT, except that a larger request with nothing else
                                  of its run to share the page takes the pool rule's page,
                                  copies of a recent size where that strands less (packing
                                  under memory pressure) */
-    RELO_NEW_PAGE_ONLY,       /* as POOL_RULE, without searching the room held: the caller
+    RELO_NEW_PAGE_ONLY,            /* as POOL_RULE, without searching the room held: the caller
                                  has just searched it in vain for the same size, and nothing
                                  has freed room since */
     RELO_NEW_PAGE_COUNT
@@ -331,8 +350,8 @@ uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length);
 
 /** Sets up an exclusive pool taking sizes up to max_size. periodic: the
  *  suspicion rule gives unused pages back. */
-void relo__exclusive_init(relo_pool *pool, const relo_pool_home *home, const char *name,
-                          uint64_t max_size, bool periodic);
+void relo__exclusive_init(relo_pool *pool, const relo_pool_home *home, const char *name, uint64_t max_size,
+                          bool periodic);
 
 /** True when a free, unguarded page of the pool fits size. */
 bool relo__exclusive_has_fit(const relo_pool *pool, uint64_t size);
@@ -343,8 +362,8 @@ bool relo__exclusive_has_fit(const relo_pool *pool, uint64_t size);
  * Returns RELO_OK; RELO_ERR_BUFFER_TOO_BIG; RELO_ERR_PAGE_UPDATE_FORBIDDEN;
  * the backend's refusal; RELO_ERR_HOST_MEMORY. Nothing changes on failure.
  */
-relo_status relo__exclusive_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
-                                    bool allow_new_page, relo_slice **out);
+relo_status relo__exclusive_reserve(relo_pool *pool, uint64_t size, uint32_t slot, bool allow_new_page,
+                                    relo_slice **out);
 
 /** The periodic check: raises the suspicion of free pages and gives back
  *  those that reach 5. Returns pages released. */
@@ -353,13 +372,13 @@ uint32_t relo__exclusive_check(relo_pool *pool);
 /** Reserves size bytes for slot. Returns RELO_OK; RELO_ERR_BUFFER_TOO_BIG;
  *  RELO_ERR_PAGE_UPDATE_FORBIDDEN (a new buffer needed, not allowed); the
  *  backend's refusal; RELO_ERR_HOST_MEMORY. Nothing changes on failure. */
-relo_status relo__persistent_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
-                                     bool allow_new_page, relo_slice **out);
+relo_status relo__persistent_reserve(relo_pool *pool, uint64_t size, uint32_t slot, bool allow_new_page,
+                                     relo_slice **out);
 
 /** Reserves size bytes for slot in a buffer of its own. Returns RELO_OK;
  *  RELO_ERR_BUFFER_TOO_BIG; RELO_ERR_PAGE_UPDATE_FORBIDDEN (not allowed to
  *  add a page); the backend's refusal; RELO_ERR_HOST_MEMORY. */
-relo_status relo__dedicated_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
-                                    bool allow_new_page, relo_slice **out);
+relo_status relo__dedicated_reserve(relo_pool *pool, uint64_t size, uint32_t slot, bool allow_new_page,
+                                    relo_slice **out);
 
 #endif /* RELO_POOL_H */

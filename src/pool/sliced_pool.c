@@ -9,8 +9,8 @@
  * by address, its place in the treap (its key grows but passes no other
  * free slice), so only the maxima need restoring; by size it moves to the
  * class of its new length, or only to the front of its own. */
-static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64_t size,
-                         uint32_t slot, relo_slice_state state, relo_slice **out)
+static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64_t size, uint32_t slot,
+                         relo_slice_state state, relo_slice **out)
 {
     relo_slice *taken = f;
     if (f->length > length) {
@@ -39,8 +39,8 @@ static relo_status carve(relo_pool *pool, relo_slice *f, uint64_t length, uint64
     return RELO_OK;
 }
 
-relo_status relo__sliced_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
-                                 relo_slice_state state, bool allow_new_page, relo_slice **out)
+relo_status relo__sliced_reserve(relo_pool *pool, uint64_t size, uint32_t slot, relo_slice_state state,
+                                 bool allow_new_page, relo_slice **out)
 {
     return relo__sliced_reserve_in(pool, size, slot, state,
                                    allow_new_page ? RELO_NEW_PAGE_POOL_RULE : RELO_NEW_PAGE_NONE, out);
@@ -76,7 +76,7 @@ static void note_own_size(relo_pool *pool, uint64_t length)
  * NONE) into *out. Out of line, so the path that finds room (most
  * reservations) does not carry its frame. */
 RELO_NOINLINE static relo_status take_page(relo_pool *pool, uint64_t length, relo_new_page new_page,
-                                            relo_page **out)
+                                           relo_page **out)
 {
     uint64_t page_size = relo__sliced_new_page_size(pool, length);
     if (pool->variable_pages && length > pool->small_request_max) note_own_size(pool, length);
@@ -95,8 +95,8 @@ RELO_NOINLINE static relo_status take_page(relo_pool *pool, uint64_t length, rel
     /* A page of several copies bets on more of the same size; when the
      * device cannot lend it, a page for this request alone may fit. */
     uint64_t alone;
-    if (st == RELO_ERR_OUT_OF_MEMORY && pool->variable_pages && relo__round_up(length, pool->granule, &alone) &&
-        alone < page_size)
+    if (st == RELO_ERR_OUT_OF_MEMORY && pool->variable_pages &&
+        relo__round_up(length, pool->granule, &alone) && alone < page_size)
         st = relo__pool_page_new(pool, alone, out);
     return st;
 }
@@ -119,7 +119,8 @@ relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t
     if (length > pool->page_size) return RELO_ERR_BUFFER_TOO_BIG;
     /* A search the caller has just made in vain is not made again (the
      * packed layout's reservation that asks about packing in between). */
-    RELO_ASSERT(new_page != RELO_NEW_PAGE_ONLY || !pool->free.by_size || !relo__free_index_find(&pool->free, length));
+    RELO_ASSERT(new_page != RELO_NEW_PAGE_ONLY || !pool->free.by_size ||
+                !relo__free_index_find(&pool->free, length));
     relo_slice *f = NULL;
     if (new_page != RELO_NEW_PAGE_ONLY) {
         if (pool->fill_page) f = fill_page_fit(pool->fill_page, length);
@@ -146,8 +147,8 @@ relo_status relo__sliced_reserve_padded(relo_pool *pool, uint64_t size, uint64_t
 /* The page for from..to copies of length bytes (rounded to the granule,
  * within the pool's page size) that strands the least per byte, or page,
  * stranding waste, when none strands less. */
-static uint64_t least_stranding(const relo_pool *pool, uint64_t length, uint64_t from, uint64_t to, uint64_t page,
-                                uint64_t waste)
+static uint64_t least_stranding(const relo_pool *pool, uint64_t length, uint64_t from, uint64_t to,
+                                uint64_t page, uint64_t waste)
 {
     for (uint64_t k = from; waste > 0 && k <= to && length <= UINT64_MAX / k; k++) {
         uint64_t p;
@@ -173,7 +174,8 @@ uint64_t relo__sliced_new_page_size(const relo_pool *pool, uint64_t length)
         /* The granule may strand the tail of every such page (5 MiB copies
          * on 2 MiB granules); up to twice the copies, take the count that
          * strands the least per byte. */
-        return least_stranding(pool, length, copies + 1, 2 * copies, page, page - relo__min(page, copies * length));
+        return least_stranding(pool, length, copies + 1, 2 * copies, page,
+                               page - relo__min(page, copies * length));
     }
     if (!relo__round_up(length, pool->granule, &page) || page > pool->page_size) page = pool->page_size;
     /* A larger request has a page of its own. When a size that had one

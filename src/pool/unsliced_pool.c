@@ -14,8 +14,8 @@
 #define SUSPICION_RELEASE 5u
 #define CHECKS_PER_PERIOD 5u
 
-void relo__exclusive_init(relo_pool *pool, const relo_pool_home *home, const char *name,
-                          uint64_t max_size, bool periodic)
+void relo__exclusive_init(relo_pool *pool, const relo_pool_home *home, const char *name, uint64_t max_size,
+                          bool periodic)
 {
     relo__pool_init(pool, RELO_POOL_EXCLUSIVE, name, home, max_size);
     pool->periodic_release = periodic;
@@ -44,8 +44,8 @@ bool relo__exclusive_has_fit(const relo_pool *pool, uint64_t size)
     return find_free(pool, length) != NULL;
 }
 
-relo_status relo__exclusive_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
-                                    bool allow_new_page, relo_slice **out)
+relo_status relo__exclusive_reserve(relo_pool *pool, uint64_t size, uint32_t slot, bool allow_new_page,
+                                    relo_slice **out)
 {
     uint64_t align = pool->home->alignment;
     uint64_t length;
@@ -114,8 +114,8 @@ static relo_status take_whole(relo_pool *pool, relo_page *page, uint64_t length,
     return RELO_OK;
 }
 
-relo_status relo__persistent_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
-                                     bool allow_new_page, relo_slice **out)
+relo_status relo__persistent_reserve(relo_pool *pool, uint64_t size, uint32_t slot, bool allow_new_page,
+                                     relo_slice **out)
 {
     uint64_t length, buffer_size;
     if (!own_buffer(pool, size, &length, &buffer_size)) return RELO_ERR_BUFFER_TOO_BIG;
@@ -134,8 +134,8 @@ relo_status relo__persistent_reserve(relo_pool *pool, uint64_t size, uint32_t sl
     return take_whole(pool, page, length, size, slot, out);
 }
 
-relo_status relo__dedicated_reserve(relo_pool *pool, uint64_t size, uint32_t slot,
-                                    bool allow_new_page, relo_slice **out)
+relo_status relo__dedicated_reserve(relo_pool *pool, uint64_t size, uint32_t slot, bool allow_new_page,
+                                    relo_slice **out)
 {
     uint64_t length, buffer_size;
     if (!own_buffer(pool, size, &length, &buffer_size)) return RELO_ERR_BUFFER_TOO_BIG;

@@ -71,7 +71,8 @@ relo_reason relo__testing_last_reason(relo_device *device)
 
 relo_status relo__testing_relocate(relo_stream *stream, relo_reason reason)
 {
-    if (!stream || reason <= RELO_REASON_NONE || reason >= RELO_REASON_COUNT) return RELO_ERR_INVALID_ARGUMENT;
+    if (!stream || reason <= RELO_REASON_NONE || reason >= RELO_REASON_COUNT)
+        return RELO_ERR_INVALID_ARGUMENT;
     relo_device *d = stream->device;
     relo__device_lock(d);
     relo_status st = d->recording ? RELO_ERR_RECORDING : RELO_OK;
@@ -124,15 +125,30 @@ relo_status relo__testing_add_pins(relo_device *device, relo_handle h, uint32_t 
     return st;
 }
 
-void relo__testing_hold_tag_registry(bool hold) { relo__handle_registry_hold(hold); }
+void relo__testing_hold_tag_registry(bool hold)
+{
+    relo__handle_registry_hold(hold);
+}
 
-void relo__testing_hostmem_fail_at(uint64_t n, int sticky) { relo__hostmem_fail_at(n, sticky); }
+void relo__testing_hostmem_fail_at(uint64_t n, int sticky)
+{
+    relo__hostmem_fail_at(n, sticky);
+}
 
-uint64_t relo__testing_hostmem_calls(void) { return relo__hostmem_calls(); }
+uint64_t relo__testing_hostmem_calls(void)
+{
+    return relo__hostmem_calls();
+}
 
-bool relo__testing_lock_init_exchange(relo_lock *lock) { return relo__lock_init_exchange(lock); }
+bool relo__testing_lock_init_exchange(relo_lock *lock)
+{
+    return relo__lock_init_exchange(lock);
+}
 
-bool relo__testing_lock_releases_by_store(const relo_lock *lock) { return relo__lock_releases_by_store(lock); }
+bool relo__testing_lock_releases_by_store(const relo_lock *lock)
+{
+    return relo__lock_releases_by_store(lock);
+}
 
 bool relo__testing_pressure_high(uint64_t capacity, uint64_t held, uint64_t page)
 {

@@ -33,7 +33,7 @@
 
 /** How the shared cases reach one backend's device. */
 typedef struct dc_env {
-    void *env;  /* the test file's environment, opened */
+    void *env; /* the test file's environment, opened */
     /* A fresh backend on env's device, or NULL. */
     relo_backend *(*make_backend)(void *env);
     /* The backend stream (queue, semaphore) behind relo stream i (0 or 1). */
@@ -96,8 +96,7 @@ static inline void dc_release(relo_device *d, const relo_handle *h, int n)
 /* The setup of the first relocation cases: 1 MiB of 7s on a 2 MiB page,
  * then 10 MiB, which grows the arena to 11 MiB pages and leaves the first
  * page outdated. */
-static inline relo_status dc_grow_setup(relo_device *d, relo_stream *s, relo_handle *small,
-                                        relo_handle *big)
+static inline relo_status dc_grow_setup(relo_device *d, relo_stream *s, relo_handle *small, relo_handle *big)
 {
     relo_status st = relo_reserve(s, MiB, small);
     if (st == RELO_OK) st = fx_fill(d, *small, 7, MiB);
@@ -357,8 +356,8 @@ static inline void dc_a41_guarded_page_serves_nothing_new(dc_env e)
 
 /* The setup of 42 and 43: a guarded allocation g and an unguarded
  * neighbour n on one 2 MiB page (1 MiB together), then growth to 10 MiB. */
-static inline relo_status dc_guarded_setup(relo_device *d, relo_stream *s, relo_handle *g,
-                                           relo_handle *n, relo_handle *big, relo_graph **graph)
+static inline relo_status dc_guarded_setup(relo_device *d, relo_stream *s, relo_handle *g, relo_handle *n,
+                                           relo_handle *big, relo_graph **graph)
 {
     relo_status st = relo_reserve(s, 768 * KiB, g);
     if (st == RELO_OK) st = relo_reserve(s, 256 * KiB, n);
@@ -441,8 +440,7 @@ static inline relo_status dc_write_count(relo_device *d, relo_handle h, uint64_t
 
 /** Whether the first n bytes of h hold the counting pattern with add
  *  added to each element. */
-static inline bool dc_reads_count(relo_device *d, relo_handle h, uint64_t n, uint32_t add,
-                                  unsigned width)
+static inline bool dc_reads_count(relo_device *d, relo_handle h, uint64_t n, uint32_t add, unsigned width)
 {
     unsigned char *p = malloc((size_t)n);
     if (!p) return false;

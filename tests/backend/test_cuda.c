@@ -87,8 +87,7 @@ static void dev_close(fx *f, cu_env *e, const relo_handle *h, int n)
  * `on` sets to v, not synchronised, then 10 MiB (h[1]) that outdates its
  * page, and a reclaim that must wait for the work before it moves the
  * 1 MiB. *before is h[0]'s binding before the move. */
-static void memset_then_move(fx *f, CUstream on, unsigned char v, relo_handle h[2],
-                             relo_binding *before)
+static void memset_then_move(fx *f, CUstream on, unsigned char v, relo_handle h[2], relo_binding *before)
 {
     memset(before, 0, sizeof *before);
     require_ok(relo_reserve(f->s, MiB, &h[0]));
@@ -119,15 +118,13 @@ CHECK_TEST(create_checks_the_device)
     cu_env e;
     env_open(&e);
     relo_backend *b = NULL;
-    expect_status(relo_backend_cuda_create(e.context, e.device, NULL, NULL),
-                  RELO_ERR_INVALID_ARGUMENT);
+    expect_status(relo_backend_cuda_create(e.context, e.device, NULL, NULL), RELO_ERR_INVALID_ARGUMENT);
     int count = 0;
     cuDeviceGetCount(&count);
     if (count > 1) {
         CUdevice other = 0;
         cuDeviceGet(&other, 1);
-        expect_status(relo_backend_cuda_create(e.context, other, NULL, &b),
-                      RELO_ERR_INVALID_ARGUMENT);
+        expect_status(relo_backend_cuda_create(e.context, other, NULL, &b), RELO_ERR_INVALID_ARGUMENT);
     }
     env_close(&e);
 }
@@ -224,8 +221,8 @@ CHECK_TEST(two_streams_are_both_waited_for)
     require_ok(relo_reserve(f.s, 10 * MiB, &h[2]));
     require_ok(relo_reserve(f.s2, 10 * MiB, &h[3]));
     for (int i = 0; i < 2; i++)
-        require_eq(cuMemsetD8Async((CUdeviceptr)fx_bind(i ? f.s2 : f.s, h[i]).address,
-                                   (unsigned char)(3 + i), MiB, e.streams[i]),
+        require_eq(cuMemsetD8Async((CUdeviceptr)fx_bind(i ? f.s2 : f.s, h[i]).address, (unsigned char)(3 + i),
+                                   MiB, e.streams[i]),
                    CUDA_SUCCESS);
     require_ok(relo_reclaim_device(f.dev)); /* both streams move */
     expect_eq(fx_dev_stats(f.dev).allocations_moved, 2);
@@ -243,7 +240,7 @@ CHECK_TEST(two_streams_are_both_waited_for)
 typedef struct ops_worker {
     relo_backend *backend;
     unsigned char value;
-    int wrong;  /* round trips that failed or read wrong bytes */
+    int wrong; /* round trips that failed or read wrong bytes */
 } ops_worker;
 
 static void *ops_work(void *arg)
@@ -266,18 +263,16 @@ static void *ops_work(void *arg)
         }
         memset(data, w->value + round, SIZE);
         bool ok = b->ops.write(b->ctx, x, 0, data, SIZE) == RELO_OK &&
-                  b->ops.copy(b->ctx, x, 0, y, 0, SIZE) == RELO_OK &&
-                  b->ops.wait_copies(b->ctx) == RELO_OK &&
-                  b->ops.read(b->ctx, y, 0, back, SIZE) == RELO_OK &&
-                  memcmp(data, back, SIZE) == 0 && b->ops.wait_device(b->ctx) == RELO_OK;
+                  b->ops.copy(b->ctx, x, 0, y, 0, SIZE) == RELO_OK && b->ops.wait_copies(b->ctx) == RELO_OK &&
+                  b->ops.read(b->ctx, y, 0, back, SIZE) == RELO_OK && memcmp(data, back, SIZE) == 0 &&
+                  b->ops.wait_device(b->ctx) == RELO_OK;
         if (!ok) w->wrong++;
         b->ops.free(b->ctx, x, SIZE);
         b->ops.free(b->ctx, y, SIZE);
         /* A refusal in every round: threads record errors at once too. */
         void *z = NULL;
         uint64_t az = 0;
-        if (b->ops.alloc(b->ctx, b->props.max_page_size, &z, &az) != RELO_ERR_OUT_OF_MEMORY)
-            w->wrong++;
+        if (b->ops.alloc(b->ctx, b->props.max_page_size, &z, &az) != RELO_ERR_OUT_OF_MEMORY) w->wrong++;
     }
     return NULL;
 }

@@ -47,8 +47,7 @@ static void env_open(cl_env *e)
 {
     memset(e, 0, sizeof *e);
     cl_uint nplat = 0;
-    if (clGetPlatformIDs(0, NULL, &nplat) != CL_SUCCESS || nplat == 0)
-        check_skip("no OpenCL platform");
+    if (clGetPlatformIDs(0, NULL, &nplat) != CL_SUCCESS || nplat == 0) check_skip("no OpenCL platform");
     cl_platform_id plats[16];
     if (nplat > 16) nplat = 16;
     if (clGetPlatformIDs(nplat, plats, NULL) != CL_SUCCESS) check_skip("no OpenCL platform");
@@ -89,8 +88,7 @@ static relo_backend *make_backend(void *env)
 {
     cl_env *e = env;
     relo_backend *b = NULL;
-    if (relo_backend_opencl_create(e->context, e->device, e->copy_queue, &b) != RELO_OK)
-        return NULL;
+    if (relo_backend_opencl_create(e->context, e->device, e->copy_queue, &b) != RELO_OK) return NULL;
     return b;
 }
 
@@ -175,12 +173,9 @@ CHECK_TEST(create_checks_its_arguments)
     cl_env e;
     env_open(&e);
     relo_backend *b = NULL;
-    expect_status(relo_backend_opencl_create(NULL, e.device, e.copy_queue, &b),
-                  RELO_ERR_INVALID_ARGUMENT);
-    expect_status(relo_backend_opencl_create(e.context, NULL, e.copy_queue, &b),
-                  RELO_ERR_INVALID_ARGUMENT);
-    expect_status(relo_backend_opencl_create(e.context, e.device, NULL, &b),
-                  RELO_ERR_INVALID_ARGUMENT);
+    expect_status(relo_backend_opencl_create(NULL, e.device, e.copy_queue, &b), RELO_ERR_INVALID_ARGUMENT);
+    expect_status(relo_backend_opencl_create(e.context, NULL, e.copy_queue, &b), RELO_ERR_INVALID_ARGUMENT);
+    expect_status(relo_backend_opencl_create(e.context, e.device, NULL, &b), RELO_ERR_INVALID_ARGUMENT);
     expect_status(relo_backend_opencl_create(e.context, e.device, e.copy_queue, NULL),
                   RELO_ERR_INVALID_ARGUMENT);
     /* A queue of another context cannot copy this context's buffers. */
@@ -189,8 +184,7 @@ CHECK_TEST(create_checks_its_arguments)
     require_eq(err, CL_SUCCESS);
     cl_command_queue oq = clCreateCommandQueue(other, e.device, 0, &err);
     require_eq(err, CL_SUCCESS);
-    expect_status(relo_backend_opencl_create(e.context, e.device, oq, &b),
-                  RELO_ERR_INVALID_ARGUMENT);
+    expect_status(relo_backend_opencl_create(e.context, e.device, oq, &b), RELO_ERR_INVALID_ARGUMENT);
     expect_true(b == NULL);
 
     /* The same queue registered as a stream is refused too. */
@@ -252,8 +246,7 @@ CHECK_TEST(refused_buffer_is_out_of_memory)
      * otherwise lazy. */
     void *x = NULL;
     uint64_t a = 0;
-    expect_status(b->ops.alloc(b->ctx, b->props.max_page_size + 1, &x, &a),
-                  RELO_ERR_OUT_OF_MEMORY);
+    expect_status(b->ops.alloc(b->ctx, b->props.max_page_size + 1, &x, &a), RELO_ERR_OUT_OF_MEMORY);
     cl_int code = CL_SUCCESS;
     require_ok(relo_backend_opencl_last_error(b, &code));
     expect_ne(code, CL_SUCCESS);
@@ -312,7 +305,8 @@ static void slide_on_device(bool out_of_order)
     env_open(&e);
     if (out_of_order) {
         cl_int err = CL_SUCCESS;
-        cl_command_queue q = clCreateCommandQueue(e.context, e.device, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
+        cl_command_queue q = clCreateCommandQueue(e.context, e.device, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE,
+                                                  &err);
         if (err != CL_SUCCESS) {
             env_close(&e);
             check_skip("no out-of-order queue on this device");
@@ -335,7 +329,8 @@ static void slide_on_device(bool out_of_order)
     require_ok(relo_stream_create(f.dev, e.queues[0], &f.s));
     relo_handle first;
     require_ok(relo_reserve(f.s, 12 * KiB, &first));
-    const int pages = 2, per_page = (int)(fx_dev_stats(f.dev).bytes_reserved / (16 * KiB)), count = pages * per_page;
+    const int pages = 2, per_page = (int)(fx_dev_stats(f.dev).bytes_reserved / (16 * KiB)),
+              count = pages * per_page;
     require_ok(relo_release(f.dev, first));
     relo_handle *big = calloc((size_t)count, sizeof *big), *small = calloc((size_t)count, sizeof *small);
     relo_binding *before = calloc((size_t)count, sizeof *before);

@@ -59,8 +59,7 @@ static int vk_messages;
 
 static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                  VkDebugUtilsMessageTypeFlagsEXT type,
-                                                 const VkDebugUtilsMessengerCallbackDataEXT *data,
-                                                 void *user)
+                                                 const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
 {
     (void)type;
     (void)user;
@@ -75,7 +74,7 @@ typedef struct vk_env {
     VkPhysicalDevice pd;
     VkDevice device;
     uint32_t family;
-    uint32_t queue_count;          /* 1 or 2 */
+    uint32_t queue_count; /* 1 or 2 */
     VkQueue queues[2];
     pthread_mutex_t queue_lock[2]; /* the runtime's, one per queue */
     bool bda;                      /* bufferDeviceAddress enabled */
@@ -139,8 +138,7 @@ static void env_open(vk_env *e)
      * synchronization state leaks a few objects at every device teardown
      * (Debian 12's 1.3.239 layer), which LeakSanitizer would fail; the
      * plain build runs it. */
-    VkValidationFeatureEnableEXT enables[] = {
-        VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
     VkValidationFeaturesEXT vf = {
         .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
         .pNext = &mi,
@@ -164,9 +162,8 @@ static void env_open(vk_env *e)
     };
     if (vkCreateInstance(&ii, NULL, &e->instance) != VK_SUCCESS)
         check_skip("no Vulkan 1.2 driver (vkCreateInstance failed)");
-    PFN_vkCreateDebugUtilsMessengerEXT create_messenger =
-        (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(e->instance,
-                                                                  "vkCreateDebugUtilsMessengerEXT");
+    PFN_vkCreateDebugUtilsMessengerEXT create_messenger = (PFN_vkCreateDebugUtilsMessengerEXT)
+        vkGetInstanceProcAddr(e->instance, "vkCreateDebugUtilsMessengerEXT");
     if (!create_messenger || create_messenger(e->instance, &mi, NULL, &e->messenger) != VK_SUCCESS)
         check_skip("no debug messenger (VK_EXT_debug_utils)");
 
@@ -174,8 +171,7 @@ static void env_open(vk_env *e)
     vkEnumeratePhysicalDevices(e->instance, &n, NULL);
     VkPhysicalDevice pds[8];
     if (n > 8) n = 8;
-    if (n == 0 || vkEnumeratePhysicalDevices(e->instance, &n, pds) < 0)
-        check_skip("no Vulkan device");
+    if (n == 0 || vkEnumeratePhysicalDevices(e->instance, &n, pds) < 0) check_skip("no Vulkan device");
     for (uint32_t i = 0; i < n && !e->pd; i++) {
         VkPhysicalDeviceProperties p;
         vkGetPhysicalDeviceProperties(pds[i], &p);
@@ -195,10 +191,8 @@ static void env_open(vk_env *e)
     }
     if (!e->pd) check_skip("no Vulkan 1.2 device with a compute queue");
 
-    VkPhysicalDeviceVulkan12Features have = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                    .pNext = &have};
+    VkPhysicalDeviceVulkan12Features have = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &have};
     vkGetPhysicalDeviceFeatures2(e->pd, &f2);
     if (!have.timelineSemaphore) check_skip("the device has no timeline semaphores");
     e->bda = have.bufferDeviceAddress;
@@ -258,9 +252,8 @@ static void env_close(void *env)
         for (uint32_t i = 0; i < e->queue_count; i++) pthread_mutex_destroy(&e->queue_lock[i]);
     }
     if (e->messenger) {
-        PFN_vkDestroyDebugUtilsMessengerEXT destroy =
-            (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
-                e->instance, "vkDestroyDebugUtilsMessengerEXT");
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
+            vkGetInstanceProcAddr(e->instance, "vkDestroyDebugUtilsMessengerEXT");
         if (destroy) destroy(e->instance, e->messenger, NULL);
     }
     if (e->instance) vkDestroyInstance(e->instance, NULL);
@@ -497,7 +490,7 @@ static void ops_round_trip(vk_env *e, relo_vulkan_desc d)
 
     round_trip_ops(b, x, y);
     expect_ok(b->ops.write(b->ctx, x, 0, "", 0)); /* zero bytes: nothing to do */
-    expect_ok(b->ops.wait_copies(b->ctx));          /* no copies: nothing to wait for */
+    expect_ok(b->ops.wait_copies(b->ctx));        /* no copies: nothing to wait for */
     expect_ok(b->ops.wait_device(b->ctx));
     VkResult code = VK_ERROR_UNKNOWN;
     require_ok(relo_backend_vulkan_last_error(b, &code));
@@ -581,8 +574,7 @@ CHECK_TEST(streams_register_semaphores)
     expect_ok(relo_backend_vulkan_stream_submitted(f.backend, &e.vs[1], 0));
     require_ok(relo_stream_destroy(f.s2));
     f.s2 = NULL;
-    expect_status(relo_backend_vulkan_stream_submitted(f.backend, &e.vs[1], 0),
-                  RELO_ERR_NOT_FOUND);
+    expect_status(relo_backend_vulkan_stream_submitted(f.backend, &e.vs[1], 0), RELO_ERR_NOT_FOUND);
     dc_close(&f, &c);
 }
 
@@ -712,12 +704,10 @@ static void pipeline_open(vk_env *e)
                       .pName = "main"},
             .layout = e->layout,
         };
-        ok = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, NULL, &e->pipeline) ==
-             VK_SUCCESS;
+        ok = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, NULL, &e->pipeline) == VK_SUCCESS;
     }
     if (ok) {
-        VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                   .descriptorCount = 64};
+        VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 64};
         VkDescriptorPoolCreateInfo pi = {
             .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
             .maxSets = 64,
@@ -787,12 +777,11 @@ static VkResult launch_add1(vk_env *e, int i, relo_binding bd, VkSemaphore gate)
     VkMemoryBarrier mb = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-        .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_MEMORY_READ_BIT |
-                         VK_ACCESS_MEMORY_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT,
     };
     vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1,
-                         &mb, 0, NULL, 0, NULL);
+                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL,
+                         0, NULL);
     r = vkEndCommandBuffer(cmd);
     if (r != VK_SUCCESS) return r;
 

@@ -21,11 +21,11 @@
 
 typedef struct wrap {
     relo_backend *inner;
-    bool refuse_copies;     /* copy answers RELO_ERR_BACKEND */
-    bool fail_wait_copies;  /* wait_copies waits, then answers RELO_ERR_BACKEND */
-    uint32_t max_buffers;   /* alloc answers out of memory past this many; 0 = no limit */
-    uint32_t buffers;       /* buffers held */
-    char log[1024];         /* 'D' wait_device, 'C' copy, 'W' wait_copies */
+    bool refuse_copies;    /* copy answers RELO_ERR_BACKEND */
+    bool fail_wait_copies; /* wait_copies waits, then answers RELO_ERR_BACKEND */
+    uint32_t max_buffers;  /* alloc answers out of memory past this many; 0 = no limit */
+    uint32_t buffers;      /* buffers held */
+    char log[1024];        /* 'D' wait_device, 'C' copy, 'W' wait_copies */
     size_t log_len;
     /* Where set, asked right after each wait_device returns whether the
      * work the test gave the device is done; the answer lands in
@@ -64,8 +64,7 @@ static void wrap_free(void *ctx, void *buffer, uint64_t size)
     w->inner->ops.free(w->inner->ctx, buffer, size);
 }
 
-static relo_status wrap_write(void *ctx, void *buffer, uint64_t offset, const void *src,
-                              uint64_t n)
+static relo_status wrap_write(void *ctx, void *buffer, uint64_t offset, const void *src, uint64_t n)
 {
     wrap *w = ctx;
     return w->inner->ops.write(w->inner->ctx, buffer, offset, src, n);
@@ -87,8 +86,7 @@ static relo_status wrap_wait_device(void *ctx)
     return s;
 }
 
-static relo_status wrap_copy(void *ctx, void *src, uint64_t so, void *dst, uint64_t dof,
-                             uint64_t n)
+static relo_status wrap_copy(void *ctx, void *src, uint64_t so, void *dst, uint64_t dof, uint64_t n)
 {
     wrap *w = ctx;
     wrap_note(w, 'C');

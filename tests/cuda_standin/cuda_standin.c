@@ -33,8 +33,8 @@
 #define MAX_FAULTS 16
 
 typedef struct wait_for {
-    size_t stream;  /* id in the stream table */
-    uint64_t seq;   /* the operation that must have run */
+    size_t stream; /* id in the stream table */
+    uint64_t seq;  /* the operation that must have run */
 } wait_for;
 
 typedef enum op_kind { OP_COPY, OP_SET, OP_MARK } op_kind;
@@ -44,20 +44,20 @@ typedef enum op_kind { OP_COPY, OP_SET, OP_MARK } op_kind;
  * context as on a real device. */
 typedef struct op {
     op_kind kind;
-    CUdeviceptr dst;           /* device target, unless host_dst */
-    CUdeviceptr src;           /* device source (OP_COPY), unless staged */
-    void *host_dst;            /* cuMemcpyDtoH's target */
-    unsigned char *staged;     /* cuMemcpyHtoD's bytes, owned */
+    CUdeviceptr dst;       /* device target, unless host_dst */
+    CUdeviceptr src;       /* device source (OP_COPY), unless staged */
+    void *host_dst;        /* cuMemcpyDtoH's target */
+    unsigned char *staged; /* cuMemcpyHtoD's bytes, owned */
     size_t n;
-    unsigned char value;       /* OP_SET */
+    unsigned char value; /* OP_SET */
     uint64_t seq;
-    wait_for *waits;           /* owned */
+    wait_for *waits; /* owned */
     size_t wait_count;
     struct op *next;
 } op;
 
 struct CUgraph_st {
-    op *head, *tail;           /* captured operations, without waits */
+    op *head, *tail; /* captured operations, without waits */
 };
 
 struct CUgraphExec_st {
@@ -66,26 +66,26 @@ struct CUgraphExec_st {
 
 struct CUstream_st {
     CUcontext ctx;
-    size_t id;                 /* index in the stream table */
-    unsigned flags;            /* CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING */
-    int legacy;                /* the context's legacy default stream */
-    op *head, *tail;           /* pending operations */
-    uint64_t last_seq;         /* of the last operation enqueued */
-    CUgraph capture;           /* the graph being captured into, or NULL */
-    int capture_invalid;       /* an illegal call ended the capture */
+    size_t id;           /* index in the stream table */
+    unsigned flags;      /* CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING */
+    int legacy;          /* the context's legacy default stream */
+    op *head, *tail;     /* pending operations */
+    uint64_t last_seq;   /* of the last operation enqueued */
+    CUgraph capture;     /* the graph being captured into, or NULL */
+    int capture_invalid; /* an illegal call ended the capture */
 };
 
 struct CUctx_st {
     CUdevice device;
-    int refs;                  /* primary-context retains; 0 = inactive */
+    int refs; /* primary-context retains; 0 = inactive */
     CUstream legacy;
-    CUresult sticky;           /* an error every later wait reports */
+    CUresult sticky; /* an error every later wait reports */
 };
 
 struct CUevent_st {
     CUcontext ctx;
     int recorded;
-    size_t stream;             /* where the last record went */
+    size_t stream; /* where the last record went */
     uint64_t seq;
 };
 
@@ -107,7 +107,7 @@ static int initialized;
 static struct CUctx_st contexts[CUDA_STANDIN_DEVICES];
 static size_t memory_total = CUDA_STANDIN_DEFAULT_MEMORY;
 static size_t memory_used[CUDA_STANDIN_DEVICES];
-static CUstream *stream_table;  /* by id; NULL once destroyed */
+static CUstream *stream_table; /* by id; NULL once destroyed */
 static size_t stream_count, stream_cap;
 static range *ranges;
 static size_t range_count, range_cap;
@@ -183,10 +183,10 @@ static CUresult injected(const char *entry)
     return r;
 }
 
-#define ENTRY(name)                                                            \
-    do {                                                                       \
-        CUresult injected_ = injected(name);                                   \
-        if (injected_ != CUDA_SUCCESS) return injected_;                       \
+#define ENTRY(name)                                      \
+    do {                                                 \
+        CUresult injected_ = injected(name);             \
+        if (injected_ != CUDA_SUCCESS) return injected_; \
     } while (0)
 
 /* ------------------------------------------------------------------ */
@@ -216,8 +216,7 @@ static range *range_of(CUdeviceptr p, size_t n, CUdevice dev)
 {
     for (size_t i = 0; i < range_count; i++) {
         range *r = &ranges[i];
-        if (r->device == dev && p >= r->base && n <= r->size && p - r->base <= r->size - n)
-            return r;
+        if (r->device == dev && p >= r->base && n <= r->size && p - r->base <= r->size - n) return r;
     }
     return NULL;
 }
@@ -361,7 +360,10 @@ static CUresult enqueue(CUstream s, op *o)
             return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
         }
         CUgraph g = s->capture;
-        if (g->tail) g->tail->next = o; else g->head = o;
+        if (g->tail)
+            g->tail->next = o;
+        else
+            g->head = o;
         g->tail = o;
         return CUDA_SUCCESS;
     }
@@ -388,7 +390,10 @@ static CUresult enqueue(CUstream s, op *o)
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     o->seq = ++s->last_seq;
-    if (s->tail) s->tail->next = o; else s->head = o;
+    if (s->tail)
+        s->tail->next = o;
+    else
+        s->head = o;
     s->tail = o;
     return CUDA_SUCCESS;
 }
@@ -422,12 +427,12 @@ static op *op_clone(const op *from)
 
 /* Starts an entry point that needs cuInit: takes the lock, or returns the
  * error. */
-#define BEGIN(name)                                                            \
-    ENTRY(name);                                                               \
-    pthread_mutex_lock(&lock);                                                 \
-    if (!initialized) {                                                        \
-        pthread_mutex_unlock(&lock);                                           \
-        return CUDA_ERROR_NOT_INITIALIZED;                                     \
+#define BEGIN(name)                        \
+    ENTRY(name);                           \
+    pthread_mutex_lock(&lock);             \
+    if (!initialized) {                    \
+        pthread_mutex_unlock(&lock);       \
+        return CUDA_ERROR_NOT_INITIALIZED; \
     }
 
 static CUresult done(CUresult r)
@@ -471,8 +476,7 @@ static const struct {
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
-    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
-     "an illegal memory access was encountered"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the operation is not permitted"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
     {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
@@ -756,8 +760,8 @@ CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteC
     return done(ctx->sticky);
 }
 
-CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-                                   size_t ByteCount, CUstream hStream)
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                   CUstream hStream)
 {
     BEGIN("cuMemcpyDtoDAsync");
     if (ByteCount == 0) return done(CUDA_ERROR_INVALID_VALUE);
@@ -769,8 +773,7 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
     return done(queue_op(o, hStream));
 }
 
-CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N,
-                                 CUstream hStream)
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
 {
     BEGIN("cuMemsetD8Async");
     if (N == 0) return done(CUDA_ERROR_INVALID_VALUE);
@@ -997,7 +1000,10 @@ CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph h
             free(x);
             return done(CUDA_ERROR_OUT_OF_MEMORY);
         }
-        if (x->tail) x->tail->next = c; else x->head = c;
+        if (x->tail)
+            x->tail->next = c;
+        else
+            x->head = c;
         x->tail = c;
     }
     *phGraphExec = x;

@@ -77,8 +77,8 @@ CHECK_TEST(create_fails_cleanly_at_each_driver_call)
 {
     env e;
     env_open(&e);
-    static const char *const calls[] = {"cuCtxPushCurrent", "cuCtxGetDevice",
-                                        "cuStreamCreate", "cuCtxPopCurrent"};
+    static const char *const calls[] = {"cuCtxPushCurrent", "cuCtxGetDevice", "cuStreamCreate",
+                                        "cuCtxPopCurrent"};
     size_t before = free_bytes(), streams = cuda_standin_streams();
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
         cuda_standin_fail(calls[i], 0, CUDA_ERROR_UNKNOWN);
@@ -219,10 +219,10 @@ CHECK_TEST(transfers_report_each_failure)
         const char *call;
         int op; /* 0 write, 1 read, 2 copy, 3 wait_copies, 4 wait_device */
     } cases[] = {
-        {"cuCtxPushCurrent", 0}, {"cuMemcpyHtoD", 0}, {"cuStreamSynchronize", 0},
-        {"cuCtxPopCurrent", 0},  {"cuCtxPushCurrent", 1}, {"cuMemcpyDtoH", 1},
-        {"cuCtxPushCurrent", 2}, {"cuMemcpyDtoDAsync", 2}, {"cuCtxPushCurrent", 3},
-        {"cuStreamSynchronize", 3}, {"cuCtxPushCurrent", 4}, {"cuCtxSynchronize", 4},
+        {"cuCtxPushCurrent", 0},    {"cuMemcpyHtoD", 0},      {"cuStreamSynchronize", 0},
+        {"cuCtxPopCurrent", 0},     {"cuCtxPushCurrent", 1},  {"cuMemcpyDtoH", 1},
+        {"cuCtxPushCurrent", 2},    {"cuMemcpyDtoDAsync", 2}, {"cuCtxPushCurrent", 3},
+        {"cuStreamSynchronize", 3}, {"cuCtxPushCurrent", 4},  {"cuCtxSynchronize", 4},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cuda_standin_fail(cases[i].call, 0, CUDA_ERROR_LAUNCH_FAILED);

@@ -166,7 +166,7 @@ CHECK_TEST(events_order_streams)
     require_eq(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
     require_eq(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
     require_eq(cuEventCreate(&ev, 0), CUDA_SUCCESS);
-    expect_eq(cuEventQuery(ev), CUDA_SUCCESS); /* never recorded */
+    expect_eq(cuEventQuery(ev), CUDA_SUCCESS);              /* never recorded */
     require_eq(cuStreamWaitEvent(s2, ev, 0), CUDA_SUCCESS); /* nothing to wait for */
     expect_eq(cuda_standin_pending(), 0);
 

@@ -95,7 +95,10 @@ void die(const char *fmt, ...)
     abort();
 }
 
-const char *sn(relo_status s) { return relo_status_name(s); }
+const char *sn(relo_status s)
+{
+    return relo_status_name(s);
+}
 
 bool any_recording(void)
 {
@@ -140,7 +143,7 @@ NO_CHECKS void fill_pattern(uint8_t *buf, uint8_t seed, uint64_t off, uint64_t l
 }
 
 NO_CHECKS void expect_pattern(const uint8_t *buf, relo_handle h, uint8_t seed, uint64_t off, uint64_t len,
-                           const char *how)
+                              const char *how)
 {
     for (uint64_t i = 0; i < len; i++)
         if (buf[i] != pattern_byte(seed, off + i))
@@ -214,7 +217,8 @@ static void check_stale(relo_handle h, int stream)
     relo_status s = relo_resolve(M.streams[stream], h, &b);
     if (s != RELO_ERR_NOT_FOUND) die("stale handle %#llx resolved: %s", (unsigned long long)h.id, sn(s));
     s = relo_read(M.device, h, 0, &byte, 0);
-    if (s != RELO_ERR_NOT_FOUND) die("relo_read of stale handle %#llx gave %s", (unsigned long long)h.id, sn(s));
+    if (s != RELO_ERR_NOT_FOUND)
+        die("relo_read of stale handle %#llx gave %s", (unsigned long long)h.id, sn(s));
 }
 
 /* Reads the pattern windows of l back: through relo_read, or straight from
@@ -232,7 +236,8 @@ NO_COVERAGE static void verify_pattern(const live *l)
             sparse_peek(M.sb, mv->from.buffer, mv->from.offset + off[w], buf, len[w]);
         } else {
             relo_status s = relo_read(M.device, l->handle, off[w], buf, len[w]);
-            if (s != RELO_OK) die("relo_read of live handle %#llx gave %s", (unsigned long long)l->handle.id, sn(s));
+            if (s != RELO_OK)
+                die("relo_read of live handle %#llx gave %s", (unsigned long long)l->handle.id, sn(s));
         }
         expect_pattern(buf, l->handle, l->seed, off[w], len[w], mv ? "source of the open pass" : "relo_read");
     }
@@ -240,7 +245,8 @@ NO_COVERAGE static void verify_pattern(const live *l)
 
 NO_COVERAGE static bool overlap(relo_binding a, relo_binding b)
 {
-    return a.size && b.size && a.buffer == b.buffer && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+    return a.size && b.size && a.buffer == b.buffer && a.offset < b.offset + b.size &&
+           b.offset < a.offset + a.size;
 }
 
 /* The open pass: each move's state is the model's, no target overlaps a
@@ -257,11 +263,13 @@ NO_COVERAGE static void check_pass(const relo_binding *bind)
                 relo_move_state_name(got.state), relo_move_state_name(mv->state));
         if (got.handle.id != (mv->state == RELO_MOVE_RELEASED ? 0 : mv->handle.id))
             die("move %u names handle %#llx", i, (unsigned long long)got.handle.id);
-        if (!same_place(got.from, mv->from) || !same_place(got.to, mv->to)) die("move %u changed its places", i);
+        if (!same_place(got.from, mv->from) || !same_place(got.to, mv->to))
+            die("move %u changed its places", i);
         if (mv->state == RELO_MOVE_RELEASED) continue;
         for (int k = 0; k < M.nlive; k++)
-            if (overlap(mv->to, bind[k])) die("the target of move %u overlaps live handle %#llx", i,
-                                              (unsigned long long)M.lives[k].handle.id);
+            if (overlap(mv->to, bind[k]))
+                die("the target of move %u overlaps live handle %#llx", i,
+                    (unsigned long long)M.lives[k].handle.id);
         for (uint32_t k = 0; k < i; k++)
             if (M.P.moves[k].state != RELO_MOVE_RELEASED && overlap(mv->to, M.P.moves[k].to))
                 die("the targets of moves %u and %u overlap", k, i);
@@ -389,22 +397,22 @@ static uint64_t pick_size(cursor *c)
     uint64_t r = take_n(c, 2);
     switch (k % 24) {
     case 0: return 0;
-    case 1: return 1 + r % 64;                          /* tiny */
-    case 2: return 64 * KIB - 64 + r % 128;             /* around the small pool's limit */
-    case 3: return 4 * KIB - 2 + r % 4;                 /* around a host page */
-    case 4: return 2 * MIB - 64 + r % 128;              /* around the arena floor */
-    case 5: return MIB * (1 + r % 12) + r % 97;         /* grows through page sizes */
-    case 6: return 8 * MIB - 32 + r % 64;               /* the small pool's page */
-    case 7: return M.max_page - 32 + r % 64;            /* around the max page */
-    case 8: return M.max_page + 1 + r;                  /* too big */
-    case 9: return UINT64_MAX - r;                      /* near 2^64 */
-    case 10: return (UINT64_C(1) << 50) + r;            /* huge */
+    case 1: return 1 + r % 64;                  /* tiny */
+    case 2: return 64 * KIB - 64 + r % 128;     /* around the small pool's limit */
+    case 3: return 4 * KIB - 2 + r % 4;         /* around a host page */
+    case 4: return 2 * MIB - 64 + r % 128;      /* around the arena floor */
+    case 5: return MIB * (1 + r % 12) + r % 97; /* grows through page sizes */
+    case 6: return 8 * MIB - 32 + r % 64;       /* the small pool's page */
+    case 7: return M.max_page - 32 + r % 64;    /* around the max page */
+    case 8: return M.max_page + 1 + r;          /* too big */
+    case 9: return UINT64_MAX - r;              /* near 2^64 */
+    case 10: return (UINT64_C(1) << 50) + r;    /* huge */
     case 11: return (UINT64_C(1) << 63) + r;
-    case 12: return r % (64 * KIB);                     /* small */
-    case 13: return r * 16;                             /* up to 1 MiB */
-    case 14: return 3 * MIB + 2 * MIB * (r % 8);        /* a ladder through arena page sizes */
+    case 12: return r % (64 * KIB);              /* small */
+    case 13: return r * 16;                      /* up to 1 MiB */
+    case 14: return 3 * MIB + 2 * MIB * (r % 8); /* a ladder through arena page sizes */
     case 15: return M.max_page - M.alignment * (r % 4);
-    case 16: return 7 * MIB + r % 1024;                 /* near the small page, arena side */
+    case 16: return 7 * MIB + r % 1024; /* near the small page, arena side */
     case 17: return 32 + r % 32;
     default: return r % (2 * MIB) + (uint64_t)(k & 3) * MIB;
     }
@@ -435,7 +443,8 @@ static void op_reserve(cursor *c)
     uint64_t size = pick_size(c);
     uint8_t seed = take8(c);
     relo_handle h = {0};
-    if (!M.capacity && size <= M.max_page && sparse_bytes_held(M.sb) + size + 8 * MIB > UNKNOWN_CAPACITY_BUDGET)
+    if (!M.capacity && size <= M.max_page &&
+        sparse_bytes_held(M.sb) + size + 8 * MIB > UNKNOWN_CAPACITY_BUDGET)
         return;
     if (M.nlive == MAX_LIVE) return;
     /* Steer around reported, unfixed bugs here when FUZZ_OPS_SKIP_KNOWN is
@@ -445,10 +454,12 @@ static void op_reserve(cursor *c)
     relo_status s = relo_reserve(M.streams[si], size, &h);
     switch (s) {
     case RELO_OK:
-        if (size > M.max_page) die("reserve(%llu) succeeded above the max page %llu",
-                                   (unsigned long long)size, (unsigned long long)M.max_page);
+        if (size > M.max_page)
+            die("reserve(%llu) succeeded above the max page %llu", (unsigned long long)size,
+                (unsigned long long)M.max_page);
         if (h.id == 0) die("reserve returned handle 0");
-        if (find_live(h.id) >= 0) die("reserve returned a live handle again: %#llx", (unsigned long long)h.id);
+        if (find_live(h.id) >= 0)
+            die("reserve returned a live handle again: %#llx", (unsigned long long)h.id);
         if (is_stale(h.id)) die("reserve returned a released handle value: %#llx", (unsigned long long)h.id);
         break;
     case RELO_ERR_BUFFER_TOO_BIG:
@@ -462,10 +473,10 @@ static void op_reserve(cursor *c)
         return;
     case RELO_ERR_OUT_OF_MEMORY:
     case RELO_ERR_PAGE_SIZES_EXHAUSTED:
-        if (size > M.max_page) die("reserve(%llu) above the max page gave %s", (unsigned long long)size, sn(s));
+        if (size > M.max_page)
+            die("reserve(%llu) above the max page gave %s", (unsigned long long)size, sn(s));
         return;
-    default:
-        die("reserve(%llu) on stream %d gave %s", (unsigned long long)size, si, sn(s));
+    default: die("reserve(%llu) on stream %d gave %s", (unsigned long long)size, si, sn(s));
     }
     /* A check inside a pass of this reservation may have released one. */
     if (M.nlive == MAX_LIVE) die("model: no room for a new allocation");
@@ -524,8 +535,8 @@ static void op_resolve(cursor *c)
     relo_binding b;
     relo_status s = relo_resolve(M.streams[si], l->handle, &b);
     if (s != RELO_OK) die("resolve of a live handle gave %s", sn(s));
-    if (b.size != l->size) die("resolved size %llu, reserved %llu", (unsigned long long)b.size,
-                               (unsigned long long)l->size);
+    if (b.size != l->size)
+        die("resolved size %llu, reserved %llu", (unsigned long long)b.size, (unsigned long long)l->size);
     veto(l->handle);
 }
 
@@ -624,7 +635,10 @@ static void end_capture(int si)
     M.doomed[si] = false;
 }
 
-static void op_end(cursor *c) { end_capture(take8(c) % STREAMS); }
+static void op_end(cursor *c)
+{
+    end_capture(take8(c) % STREAMS);
+}
 
 static void op_graph_destroy(cursor *c)
 {
@@ -741,8 +755,8 @@ static void op_pin(cursor *c)
     relo_binding b;
     relo_status s = relo_pin(M.streams[si], l->handle, &b);
     if (s != RELO_OK) die("pin of a live handle gave %s", sn(s));
-    if (b.size != l->size) die("pinned size %llu, reserved %llu", (unsigned long long)b.size,
-                               (unsigned long long)l->size);
+    if (b.size != l->size)
+        die("pinned size %llu, reserved %llu", (unsigned long long)b.size, (unsigned long long)l->size);
     if (l->pins && !same_place(b, l->pinned_at)) die("a pinned allocation moved");
     if (!l->pins++) l->pinned_at = b;
     veto(l->handle);
@@ -781,19 +795,39 @@ typedef struct op {
 
 /* The first 19 keep the codes the committed corpus was written with. */
 static const op OPS[] = {
-    {"reserve", op_reserve},       {"reserve", op_reserve},     {"release", op_release},
-    {"release", op_release},       {"retain", op_retain},       {"write", op_write},
-    {"resolve", op_resolve},       {"reclaim", op_reclaim},     {"mode_push", op_mode_push},
-    {"mode_pop", op_mode_pop},     {"prepare", op_prepare},     {"begin", op_begin},
-    {"end", op_end},               {"graph_destroy", op_graph_destroy},
-    {"faults", op_faults},         {"bad_handle", op_bad_handle},
-    {"relocate", op_relocate},     {"stream_cycle", op_stream_cycle},
+    {"reserve", op_reserve},
+    {"reserve", op_reserve},
+    {"release", op_release},
+    {"release", op_release},
+    {"retain", op_retain},
+    {"write", op_write},
+    {"resolve", op_resolve},
+    {"reclaim", op_reclaim},
+    {"mode_push", op_mode_push},
+    {"mode_pop", op_mode_pop},
+    {"prepare", op_prepare},
+    {"begin", op_begin},
+    {"end", op_end},
+    {"graph_destroy", op_graph_destroy},
+    {"faults", op_faults},
+    {"bad_handle", op_bad_handle},
+    {"relocate", op_relocate},
+    {"stream_cycle", op_stream_cycle},
     {"many", op_many},
-    {"pass_begin", op_pass_begin}, {"pass_begin", op_pass_begin}, {"pass_skip", op_pass_skip},
-    {"pass_own_copy", op_pass_own_copy}, {"pass_copy", op_pass_copy}, {"pass_end", op_pass_end},
-    {"pin", op_pin},               {"unpin", op_unpin},         {"read", op_read},
-    {"job", op_job},               {"job", op_job},             {"join", op_join},
-    {"set_finish", op_set_finish}, {"arm_hook", op_arm_hook},
+    {"pass_begin", op_pass_begin},
+    {"pass_begin", op_pass_begin},
+    {"pass_skip", op_pass_skip},
+    {"pass_own_copy", op_pass_own_copy},
+    {"pass_copy", op_pass_copy},
+    {"pass_end", op_pass_end},
+    {"pin", op_pin},
+    {"unpin", op_unpin},
+    {"read", op_read},
+    {"job", op_job},
+    {"job", op_job},
+    {"join", op_join},
+    {"set_finish", op_set_finish},
+    {"arm_hook", op_arm_hook},
 };
 enum { NOPS = (int)(sizeof OPS / sizeof OPS[0]) };
 
@@ -815,8 +849,8 @@ static void print_totals(void)
 
 static void setup(cursor *c)
 {
-    static const uint64_t pages[] = {8 * MIB, 16 * MIB, 32 * MIB, 2 * MIB, 3 * MIB + 1000, 12 * MIB,
-                                     4 * MIB, MIB};
+    static const uint64_t pages[] = {8 * MIB,        16 * MIB, 32 * MIB, 2 * MIB,
+                                     3 * MIB + 1000, 12 * MIB, 4 * MIB,  MIB};
     static const uint64_t aligns[] = {64, 32, 1, 8, 50, 256, 4096, 10};
     static bool once;
     uint8_t b0 = take8(c), b1 = take8(c), b2 = take8(c), b3 = take8(c);
@@ -852,10 +886,12 @@ static void setup(cursor *c)
     M.relocation_on = !(b3 & 3);
     dd.log = on_log;
     if (trace_ops)
-        fprintf(stderr, "setup: max page %llu, alignment %llu, capacity %llu, placement %s, relocation %d, "
-                "pass_max_bytes %llu\n", (unsigned long long)M.max_page,
-                (unsigned long long)M.alignment, (unsigned long long)M.capacity, relo_placement_name(dd.placement),
-                (int)dd.relocation, (unsigned long long)dd.pass_max_bytes);
+        fprintf(stderr,
+                "setup: max page %llu, alignment %llu, capacity %llu, placement %s, relocation %d, "
+                "pass_max_bytes %llu\n",
+                (unsigned long long)M.max_page, (unsigned long long)M.alignment,
+                (unsigned long long)M.capacity, relo_placement_name(dd.placement), (int)dd.relocation,
+                (unsigned long long)dd.pass_max_bytes);
     s = relo_device_create(&dd, be, &M.device);
     if (s != RELO_OK) {
         relo_backend_destroy(be);

@@ -59,12 +59,12 @@ typedef struct live {
     uint64_t size;
     uint32_t refs;
     uint32_t pins;
-    relo_binding pinned_at;  /* where it was when pinned (while pins > 0) */
-    relo_binding bind;       /* where the last check found it */
-    int stream;              /* the stream it was reserved on */
-    uint8_t seed;            /* pattern seed */
-    bool patterned;          /* the pattern was written */
-    job_kind job;            /* the second thread's job on it, J_NONE if none */
+    relo_binding pinned_at; /* where it was when pinned (while pins > 0) */
+    relo_binding bind;      /* where the last check found it */
+    int stream;             /* the stream it was reserved on */
+    uint8_t seed;           /* pattern seed */
+    bool patterned;         /* the pattern was written */
+    job_kind job;           /* the second thread's job on it, J_NONE if none */
 } live;
 
 /* One move of the open pass, as the model predicts it. */
@@ -73,36 +73,43 @@ typedef struct pmove {
     uint64_t size;
     relo_binding from, to;
     relo_move_state state;
-    bool copied;             /* the harness copied it itself */
+    bool copied; /* the harness copied it itself */
 } pmove;
 
 /* The open runtime-driven pass. */
 typedef struct pass_model {
-    relo_pass *pass;         /* NULL when none is open */
+    relo_pass *pass; /* NULL when none is open */
     uint32_t count;
     pmove moves[MAX_LIVE];
-    bool relo_copy;          /* relo_pass_copy was called */
-    bool relo_copy_done;     /* and returned */
+    bool relo_copy;      /* relo_pass_copy was called */
+    bool relo_copy_done; /* and returned */
     relo_pass_outcome copy_outcome;
-    uint32_t dropped;        /* sources released while open */
+    uint32_t dropped; /* sources released while open */
     uint64_t dropped_bytes;
 } pass_model;
 
 typedef enum cap_state { CAP_IDLE, CAP_PREPARED, CAP_RECORDING } cap_state;
 
 /* A one-shot action the next check inside a pass carries out (op_arm_hook). */
-typedef enum hook_kind { HOOK_NONE = 0, HOOK_PIN, HOOK_READ, HOOK_RELEASE, HOOK_OTHER_CHECK, HOOK_KIND_COUNT } hook_kind;
+typedef enum hook_kind {
+    HOOK_NONE = 0,
+    HOOK_PIN,
+    HOOK_READ,
+    HOOK_RELEASE,
+    HOOK_OTHER_CHECK,
+    HOOK_KIND_COUNT
+} hook_kind;
 
 typedef struct model {
     relo_device *device;
-    relo_backend *backend;      /* owned by device */
-    sparse_backend *sb;         /* its state: faults, gates, peeks */
+    relo_backend *backend; /* owned by device */
+    sparse_backend *sb;    /* its state: faults, gates, peeks */
     relo_stream *streams[STREAMS];
     cap_state cap[STREAMS];
     bool doomed[STREAMS];
-    int modes[STREAMS];         /* open mode windows */
+    int modes[STREAMS]; /* open mode windows */
     relo_mode mode_stack[STREAMS][MAX_MODES];
-    int finish[STREAMS];        /* 0 none, 1 checks, 2 checks and fails */
+    int finish[STREAMS]; /* 0 none, 1 checks, 2 checks and fails */
     live lives[MAX_LIVE];
     int nlive;
     relo_handle stale[MAX_STALE];
@@ -111,10 +118,10 @@ typedef struct model {
     int ngraphs;
     uint64_t alignment, max_page, capacity;
     sparse_faults faults;
-    bool relocation_on;         /* not the exclusive placement, relocation AUTO */
-    bool packed;                /* RELO_PLACEMENT_PACKED */
+    bool relocation_on; /* not the exclusive placement, relocation AUTO */
+    bool packed;        /* RELO_PLACEMENT_PACKED */
     pass_model P;
-    bool copying;               /* this run's relo_pass_copy runs (its thread copies) */
+    bool copying; /* this run's relo_pass_copy runs (its thread copies) */
     hook_kind hook;
     relo_handle hook_handle;
     uint64_t op_index;
@@ -148,9 +155,9 @@ typedef struct job {
     relo_stream *stream;
     uint64_t size;
     uint8_t seed;
-    uint64_t off, len;        /* J_READ's window */
-    bool waits;               /* the model expects it to wait for the pass */
-    bool in_pass;             /* J_CHECK: a pass is open meanwhile */
+    uint64_t off, len; /* J_READ's window */
+    bool waits;        /* the model expects it to wait for the pass */
+    bool in_pass;      /* J_CHECK: a pass is open meanwhile */
     /* Results. */
     relo_status st;
     relo_binding bind;
@@ -163,15 +170,16 @@ typedef struct helper {
     bool started;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool posted, entered, done, parked;  /* mu */
-    bool in_flight;                      /* main thread only */
+    bool posted, entered, done, parked; /* mu */
+    bool in_flight;                     /* main thread only */
     job j;
 } helper;
 
 /* Counts over the whole process, printed at exit with FUZZ_OPS_STATS=1. */
 typedef struct totals {
     _Atomic uint64_t runs, ops, passes, moves, committed, jobs, jobs_held, jobs_waited;
-    _Atomic uint64_t checks_in_pass_hook, checks_in_finish, checks_other_thread_in_pass, checks_opener_in_pass;
+    _Atomic uint64_t checks_in_pass_hook, checks_in_finish, checks_other_thread_in_pass,
+        checks_opener_in_pass;
 } totals;
 
 extern model M;
@@ -186,7 +194,8 @@ bool any_recording(void);
 bool same_place(relo_binding a, relo_binding b);
 int windows(uint64_t size, uint64_t off[3], uint64_t len[3]);
 void fill_pattern(uint8_t *buf, uint8_t seed, uint64_t off, uint64_t len);
-void expect_pattern(const uint8_t *buf, relo_handle h, uint8_t seed, uint64_t off, uint64_t len, const char *how);
+void expect_pattern(const uint8_t *buf, relo_handle h, uint8_t seed, uint64_t off, uint64_t len,
+                    const char *how);
 int find_live(uint64_t id);
 void released(int i);
 int quiet_stream(void);

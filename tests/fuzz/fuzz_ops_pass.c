@@ -37,7 +37,10 @@ void veto(relo_handle h)
 
 /* Whether a pin or write of h from the second thread waits for the pass
  * to end: h is a source of the open pass that is not being released. */
-static bool waits_for_pass(relo_handle h) { return move_of(h) != NULL; }
+static bool waits_for_pass(relo_handle h)
+{
+    return move_of(h) != NULL;
+}
 
 /* ---- the second thread --------------------------------------------------- */
 
@@ -46,14 +49,15 @@ static const char *const JOB_NAMES[J_KIND_COUNT] = {"none",    "read",    "write
 
 helper H = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-static bool on_helper(void) { return H.started && pthread_equal(pthread_self(), H.thread); }
+static bool on_helper(void)
+{
+    return H.started && pthread_equal(pthread_self(), H.thread);
+}
 
 static void run_job(job *j)
 {
     switch (j->kind) {
-    case J_READ:
-        j->st = relo_read(M.device, j->handle, j->off, j->buf, j->len);
-        break;
+    case J_READ: j->st = relo_read(M.device, j->handle, j->off, j->buf, j->len); break;
     case J_WRITE: {
         uint64_t off[3], len[3];
         int n = windows(j->size, off, len);
@@ -64,18 +68,10 @@ static void run_job(job *j)
         }
         break;
     }
-    case J_PIN:
-        j->st = relo_pin(j->stream, j->handle, &j->bind);
-        break;
-    case J_UNPIN:
-        j->st = relo_unpin(M.device, j->handle);
-        break;
-    case J_RELEASE:
-        j->st = relo_release(M.device, j->handle);
-        break;
-    case J_RESOLVE:
-        j->st = relo_resolve(j->stream, j->handle, &j->bind);
-        break;
+    case J_PIN: j->st = relo_pin(j->stream, j->handle, &j->bind); break;
+    case J_UNPIN: j->st = relo_unpin(M.device, j->handle); break;
+    case J_RELEASE: j->st = relo_release(M.device, j->handle); break;
+    case J_RESOLVE: j->st = relo_resolve(j->stream, j->handle, &j->bind); break;
     case J_CHECK:
         j->st = relo_device_check(M.device);
         if (j->in_pass) atomic_fetch_add(&T.checks_other_thread_in_pass, 1);
@@ -86,8 +82,7 @@ static void run_job(job *j)
         M.copying = false;
         break;
     case J_NONE:
-    case J_KIND_COUNT:
-        break;
+    case J_KIND_COUNT: break;
     }
 }
 
@@ -127,13 +122,13 @@ static void start_helper(void)
 }
 
 /* Waits (H.mu held) until cond holds, at most 10 s. */
-#define WAIT_FOR(cond, what)                                                   \
-    do {                                                                       \
-        struct timespec until_;                                                \
-        clock_gettime(CLOCK_REALTIME, &until_);                                \
-        until_.tv_sec += 10;                                                   \
-        while (!(cond))                                                        \
-            if (pthread_cond_timedwait(&H.cv, &H.mu, &until_) != 0 && !(cond)) \
+#define WAIT_FOR(cond, what)                                                             \
+    do {                                                                                 \
+        struct timespec until_;                                                          \
+        clock_gettime(CLOCK_REALTIME, &until_);                                          \
+        until_.tv_sec += 10;                                                             \
+        while (!(cond))                                                                  \
+            if (pthread_cond_timedwait(&H.cv, &H.mu, &until_) != 0 && !(cond))           \
                 die("the second thread's %s %s within 10 s", JOB_NAMES[H.j.kind], what); \
     } while (0)
 
@@ -148,7 +143,8 @@ static void apply_job(void)
     case J_READ:
         if (j->st != RELO_OK) die("relo_read on the second thread gave %s", sn(j->st));
         if (!l) die("model: a read's allocation went");
-        if (l->patterned) expect_pattern(j->buf, l->handle, l->seed, j->off, j->len, "read on the second thread");
+        if (l->patterned)
+            expect_pattern(j->buf, l->handle, l->seed, j->off, j->len, "read on the second thread");
         break;
     case J_WRITE:
         if (j->st != RELO_OK) die("relo_write on the second thread gave %s", sn(j->st));
@@ -159,8 +155,9 @@ static void apply_job(void)
     case J_PIN:
         if (j->st != RELO_OK) die("relo_pin on the second thread gave %s", sn(j->st));
         if (!l) die("model: a pin's allocation went");
-        if (j->bind.size != l->size) die("pin binding of %llu bytes for %llu", (unsigned long long)j->bind.size,
-                                         (unsigned long long)l->size);
+        if (j->bind.size != l->size)
+            die("pin binding of %llu bytes for %llu", (unsigned long long)j->bind.size,
+                (unsigned long long)l->size);
         if (l->pins && !same_place(l->pinned_at, j->bind)) die("a pinned allocation moved");
         if (!l->pins++) l->pinned_at = j->bind;
         break;
@@ -188,8 +185,7 @@ static void apply_job(void)
         M.P.copy_outcome = j->outcome;
         break;
     case J_NONE:
-    case J_KIND_COUNT:
-        break;
+    case J_KIND_COUNT: break;
     }
     j->kind = J_NONE;
     H.in_flight = false;
@@ -236,7 +232,9 @@ static void post(const job *j, int gate)
     pthread_mutex_unlock(&H.mu);
     if (trace_ops)
         fprintf(stderr, "  second thread: %s %s\n", JOB_NAMES[j->kind],
-                done ? "returned" : parked ? "held at a gate" : "waits for the pass");
+                done     ? "returned"
+                : parked ? "held at a gate"
+                         : "waits for the pass");
     if (done) {
         sparse_gates_open(M.sb); /* disarm a gate it never reached */
         apply_job();
@@ -298,7 +296,9 @@ static void hook_action(void)
 static void check_in_pass(const char *where)
 {
     relo_status s = relo_device_check(M.device);
-    if (trace_ops) fprintf(stderr, "  relo_device_check %s%s: %s\n", where, on_helper() ? " (second thread)" : "", sn(s));
+    if (trace_ops)
+        fprintf(stderr, "  relo_device_check %s%s: %s\n", where, on_helper() ? " (second thread)" : "",
+                sn(s));
     if (s != RELO_OK) die("relo_device_check %s gave %s", where, sn(s));
     if (M.hook != HOOK_NONE) hook_action();
 }
@@ -332,8 +332,8 @@ void op_pass_begin(cursor *c)
     desc.max_moves = (uint32_t)(bound >> 3) % 4;
     relo_pass *pass = NULL;
     relo_status s = relo_pass_begin(M.device, &desc, &pass);
-    relo_status want = any_recording() ? RELO_ERR_RECORDING
-                       : M.P.pass      ? RELO_ERR_BUSY
+    relo_status want = any_recording()    ? RELO_ERR_RECORDING
+                       : M.P.pass         ? RELO_ERR_BUSY
                        : !M.relocation_on ? RELO_ERR_UNSUPPORTED
                                           : RELO_OK;
     if (s != want) die("relo_pass_begin gave %s, expected %s", sn(s), sn(want));
@@ -379,7 +379,8 @@ void op_pass_skip(cursor *c)
     uint32_t i = M.P.count ? k % (M.P.count + 1) : 0;
     relo_status s = relo_pass_skip(M.P.pass, i);
     if (i >= M.P.count) {
-        if (s != RELO_ERR_INVALID_ARGUMENT) die("relo_pass_skip(%u) of %u moves gave %s", i, M.P.count, sn(s));
+        if (s != RELO_ERR_INVALID_ARGUMENT)
+            die("relo_pass_skip(%u) of %u moves gave %s", i, M.P.count, sn(s));
         return;
     }
     if (s != RELO_OK) die("relo_pass_skip gave %s", sn(s));
@@ -405,7 +406,8 @@ static bool faults_on(void)
     const sparse_faults *f = &M.faults;
     bool finish_fails = false;
     for (int i = 0; i < STREAMS; i++) finish_fails |= M.finish[i] == 2;
-    return f->refuse_copies || f->refuse_copy_after || f->fail_wait_copies || f->fail_wait_device || finish_fails;
+    return f->refuse_copies || f->refuse_copy_after || f->fail_wait_copies || f->fail_wait_device ||
+           finish_fails;
 }
 
 /* relo_pass_copy on this thread, or (bit 0) on the second one, held at a
@@ -490,10 +492,11 @@ void op_pass_end(cursor *c)
         if (mv->state == RELO_MOVE_RELEASED || k < 0) continue;
         bool moved = final == RELO_PASS_LANDED && mv->state == RELO_MOVE_PENDING;
         relo_binding b;
-        if ((s = relo_resolve(M.streams[q], mv->handle, &b)) != RELO_OK) die("resolve after the pass gave %s", sn(s));
+        if ((s = relo_resolve(M.streams[q], mv->handle, &b)) != RELO_OK)
+            die("resolve after the pass gave %s", sn(s));
         if (!same_place(b, moved ? mv->to : mv->from))
-            die("move %u (%s, outcome %d) left handle %#llx %s", i, relo_move_state_name(mv->state), (int)final,
-                (unsigned long long)mv->handle.id, moved ? "behind" : "moved");
+            die("move %u (%s, outcome %d) left handle %#llx %s", i, relo_move_state_name(mv->state),
+                (int) final, (unsigned long long)mv->handle.id, moved ? "behind" : "moved");
         if (moved) atomic_fetch_add(&T.committed, 1);
     }
 }
@@ -570,4 +573,3 @@ void op_arm_hook(cursor *c)
     M.hook = (hook_kind)(1 + kind % (HOOK_KIND_COUNT - 1));
     M.hook_handle.id = M.nlive ? M.lives[k % M.nlive].handle.id : 0;
 }
-

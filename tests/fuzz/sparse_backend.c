@@ -18,7 +18,7 @@
 #define DEAD_MAGIC UINT64_C(0x4445414442554621)
 
 typedef struct sp_buffer {
-    uint64_t magic;     /* LIVE_MAGIC until freed */
+    uint64_t magic; /* LIVE_MAGIC until freed */
     uint64_t size;
     uint64_t nleaves;
     uint8_t ***leaves;  /* LEAF chunks each, made on first touch; a NULL leaf
@@ -32,24 +32,24 @@ typedef struct sp_queued {
 } sp_queued;
 
 typedef struct sp_gate {
-    bool armed;       /* the next call of armed_for stops */
+    bool armed; /* the next call of armed_for stops */
     pthread_t armed_for;
-    bool parked;      /* a call stands here now */
-    bool open;        /* the parked call may go on */
+    bool parked; /* a call stands here now */
+    bool open;   /* the parked call may go on */
 } sp_gate;
 
 struct sparse_backend {
-    pthread_mutex_t mu;  /* everything below but the gates and hooks */
+    pthread_mutex_t mu; /* everything below but the gates and hooks */
     relo_backend_props props;
     sparse_faults faults;
     uint64_t allocs_since_faults, copies_since_faults;
     uint64_t bytes_held;
     uint64_t next_address;
-    sp_queued *queue;     /* copies enqueued since the last wait_copies */
+    sp_queued *queue; /* copies enqueued since the last wait_copies */
     size_t queued, queue_cap;
     sparse_range unknown[256]; /* targets of copies whose wait failed */
     size_t n_unknown;
-    bool unknown_more;    /* and more than fit */
+    bool unknown_more; /* and more than fit */
 
     pthread_mutex_t gate_mu; /* the gates */
     pthread_cond_t gate_cv;
@@ -260,7 +260,8 @@ static relo_status sp_alloc(void *ctx, uint64_t size, void **buffer, uint64_t *a
     relo_status st = RELO_OK;
     const sparse_faults *f = &sb->faults;
     if (f->refuse_alloc_above && size > f->refuse_alloc_above) st = RELO_ERR_OUT_OF_MEMORY;
-    if (f->refuse_alloc_after && sb->allocs_since_faults >= f->refuse_alloc_after) st = RELO_ERR_OUT_OF_MEMORY;
+    if (f->refuse_alloc_after && sb->allocs_since_faults >= f->refuse_alloc_after)
+        st = RELO_ERR_OUT_OF_MEMORY;
     if (sb->props.capacity && size > sb->props.capacity - sb->bytes_held) st = RELO_ERR_OUT_OF_MEMORY;
     sp_buffer *b = NULL;
     if (st == RELO_OK) {
@@ -341,7 +342,8 @@ static relo_status sp_wait_device(void *ctx)
     return st;
 }
 
-static relo_status sp_copy(void *ctx, void *src, uint64_t src_offset, void *dst, uint64_t dst_offset, uint64_t n)
+static relo_status sp_copy(void *ctx, void *src, uint64_t src_offset, void *dst, uint64_t dst_offset,
+                           uint64_t n)
 {
     sparse_backend *sb = ctx;
     gate_pass(sb, SPARSE_COPY);

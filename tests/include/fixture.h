@@ -30,8 +30,8 @@
 typedef struct fx {
     relo_backend *backend;
     relo_device *dev;
-    relo_stream *s;   /* the default stream */
-    relo_stream *s2;  /* a second stream, only where fx_open2 made one */
+    relo_stream *s;  /* the default stream */
+    relo_stream *s2; /* a second stream, only where fx_open2 made one */
 } fx;
 
 /** The test defaults: alignment 32, max page 128 MiB, capacity
@@ -140,9 +140,8 @@ static inline void fx_close_releasing(fx *f, const relo_handle *h, size_t n)
 
 /** The handles given, then their count: the last two arguments of
  *  fx_close_releasing. */
-#define FX_HANDLES(...)                                                        \
-    (const relo_handle[]){__VA_ARGS__},                                        \
-        sizeof((const relo_handle[]){__VA_ARGS__}) / sizeof(relo_handle)
+#define FX_HANDLES(...) \
+    (const relo_handle[]){__VA_ARGS__}, sizeof((const relo_handle[]){__VA_ARGS__}) / sizeof(relo_handle)
 
 static inline relo_stats fx_stats(relo_stream *s)
 {
@@ -303,8 +302,8 @@ static inline bool fx_check_pattern(relo_device *d, relo_handle h, uint64_t key,
 /** Counts of relo_device_check calls made inside relocation passes. */
 typedef struct fx_pass_checks {
     relo_device *dev;
-    _Atomic uint64_t checks;   /* calls made */
-    _Atomic uint64_t corrupt;  /* calls that did not answer RELO_OK */
+    _Atomic uint64_t checks;  /* calls made */
+    _Atomic uint64_t corrupt; /* calls that did not answer RELO_OK */
 } fx_pass_checks;
 
 static relo_status fx_pass_check_(void *user)

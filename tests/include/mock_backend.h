@@ -42,9 +42,9 @@ typedef enum mock_op {
 
 static inline const char *mock_op_name(mock_op op)
 {
-    static const char *const names[MOCK_OP_COUNT] = {
-        "alloc", "free", "flush", "write", "read", "wait_device",
-        "copy", "wait_copies", "stream_add", "stream_remove", "destroy"};
+    static const char *const names[MOCK_OP_COUNT] = {"alloc",      "free",          "flush",  "write",
+                                                     "read",       "wait_device",   "copy",   "wait_copies",
+                                                     "stream_add", "stream_remove", "destroy"};
     return op < MOCK_OP_COUNT ? names[op] : "?";
 }
 
@@ -67,9 +67,9 @@ typedef struct mock_copy {
 typedef struct mock_gate {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool armed;     /* the op's next call stops here */
-    bool arrived;   /* a call is stopped here now */
-    bool open;      /* the stopped call may go on */
+    bool armed;      /* the op's next call stops here */
+    bool arrived;    /* a call is stopped here now */
+    bool open;       /* the stopped call may go on */
     uint64_t passed; /* calls that stopped here and went on */
 } mock_gate;
 
@@ -78,17 +78,17 @@ typedef struct mock_gate {
 
 typedef struct mock_ctx {
     mock_event log[MOCK_LOG_MAX];
-    size_t n_log;                   /* events logged (saturates at MOCK_LOG_MAX) */
-    uint64_t calls[MOCK_OP_COUNT];  /* every call, also beyond the log */
-    uint64_t refuse_at[MOCK_OP_COUNT];  /* refuse the call whose count reaches this (0 = never) */
-    bool refuse_sticky[MOCK_OP_COUNT];  /* and every later one */
+    size_t n_log;                      /* events logged (saturates at MOCK_LOG_MAX) */
+    uint64_t calls[MOCK_OP_COUNT];     /* every call, also beyond the log */
+    uint64_t refuse_at[MOCK_OP_COUNT]; /* refuse the call whose count reaches this (0 = never) */
+    bool refuse_sticky[MOCK_OP_COUNT]; /* and every later one */
     relo_status refuse_with[MOCK_OP_COUNT];
     mock_copy pending[MOCK_PENDING_MAX];
     size_t n_pending;
     uint64_t buffers_live;
     uint64_t bytes_held;
-    uint64_t capacity;              /* an alloc past this many bytes held is refused (0 = none) */
-    uint64_t overlapping_copies;    /* copies whose source and target overlap
+    uint64_t capacity;           /* an alloc past this many bytes held is refused (0 = none) */
+    uint64_t overlapping_copies; /* copies whose source and target overlap
                                        (relo_backend.h forbids it): refused */
     bool destroyed;
     /* Called first thing in wait_device, on the thread that relocates
@@ -277,8 +277,8 @@ static relo_status mock_wait_device_(void *ctx)
     return r;
 }
 
-static relo_status mock_copy_(void *ctx, void *src, uint64_t src_offset, void *dst,
-                              uint64_t dst_offset, uint64_t n)
+static relo_status mock_copy_(void *ctx, void *src, uint64_t src_offset, void *dst, uint64_t dst_offset,
+                              uint64_t n)
 {
     mock_ctx *m = ctx;
     mock_gate_pass_(m, MOCK_COPY);

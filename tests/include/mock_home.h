@@ -25,14 +25,14 @@
 #include "pool/pool.h"
 
 typedef struct mock_home {
-    mock_ctx *mock;             /* the backend's state (large: from the heap) */
+    mock_ctx *mock; /* the backend's state (large: from the heap) */
     relo_backend *backend;
-    relo_releaser releaser;     /* never started */
+    relo_releaser releaser; /* never started */
     relo_slice_slab slab;
     relo_handle_table handles;
     uint64_t page_order;
-    relo_page *pending;         /* empty pages queued to go back */
-    relo_held held[2];          /* a stream's and a device's tallies */
+    relo_page *pending; /* empty pages queued to go back */
+    relo_held held[2];  /* a stream's and a device's tallies */
     relo_pool_home home;
 } mock_home;
 
@@ -122,7 +122,10 @@ static inline bool mock_home_check(const mock_home *h, relo_pool *const *pools, 
 }
 
 /** mock_home_check of one pool. */
-static inline bool mock_home_check1(const mock_home *h, relo_pool *pool) { return mock_home_check(h, &pool, 1); }
+static inline bool mock_home_check1(const mock_home *h, relo_pool *pool)
+{
+    return mock_home_check(h, &pool, 1);
+}
 
 /** Frees h; every pool over it must be destroyed first (checked: the
  *  backend holds nothing then). */

@@ -13,9 +13,9 @@
 
 #include "fixture.h"
 
-#define SCENE_PAGE (64 * KiB)   /* a page of the packed placement's fine pool */
-#define SCENE_MAX 64            /* allocations of a scene, at most */
-#define SCENE_PAGES_MAX 16      /* pages of a scene, at most */
+#define SCENE_PAGE (64 * KiB) /* a page of the packed placement's fine pool */
+#define SCENE_MAX 64          /* allocations of a scene, at most */
+#define SCENE_PAGES_MAX 16    /* pages of a scene, at most */
 
 /**
  * A scene's pages as a picture, one string a page in the order they fill:
@@ -26,9 +26,9 @@
  */
 typedef struct scene_layout {
     const char *pages[SCENE_PAGES_MAX]; /* ends at the first NULL */
-    uint64_t unit;              /* of the picture's sizes; 0: KiB */
-    uint64_t reserved;          /* bytes the pages hold once filled; 0: SCENE_PAGE each */
-    uint64_t empty_page;        /* 0, or before each page's first allocation a page
+    uint64_t unit;                      /* of the picture's sizes; 0: KiB */
+    uint64_t reserved;                  /* bytes the pages hold once filled; 0: SCENE_PAGE each */
+    uint64_t empty_page;                /* 0, or before each page's first allocation a page
                                    this large is taken and given back at once, so the
                                    page's allocations land on it (kept: the device's
                                    cache limit must keep empty pages) */
@@ -44,8 +44,8 @@ typedef struct scene_alloc {
 
 typedef struct scene {
     fx f;
-    int count;                  /* allocations */
-    scene_alloc at[SCENE_MAX];  /* where the picture puts each */
+    int count;                 /* allocations */
+    scene_alloc at[SCENE_MAX]; /* where the picture puts each */
     relo_handle h[SCENE_MAX];
     relo_binding before[SCENE_MAX]; /* where each was once the pages filled */
 } scene;
@@ -99,7 +99,8 @@ static inline int scene_pages_(const scene_layout *l)
 /** Opens a device over b (taken) with dd, fills its pages as l shows,
  *  writes the patterns and records where every allocation is. False when
  *  the pages are not as l shows (the cases rely on it). */
-static inline bool scene_open_on(scene *sc, const scene_layout *l, relo_backend *b, const relo_device_desc *dd)
+static inline bool scene_open_on(scene *sc, const scene_layout *l, relo_backend *b,
+                                 const relo_device_desc *dd)
 {
     memset(sc, 0, sizeof *sc);
     if (fx_open_backend(&sc->f, b, dd) != RELO_OK || !scene_fill_(sc, l)) return false;
@@ -107,14 +108,16 @@ static inline bool scene_open_on(scene *sc, const scene_layout *l, relo_backend 
         if (fx_write_pattern(sc->f.dev, sc->h[i], (uint64_t)i + 1, sc->at[i].size) != RELO_OK) return false;
     int pages = scene_pages_(l);
     relo_stats st = fx_stats(sc->f.s);
-    if (st.pages != (uint64_t)pages || st.bytes_reserved != (l->reserved ? l->reserved : (uint64_t)pages * SCENE_PAGE))
+    if (st.pages != (uint64_t)pages ||
+        st.bytes_reserved != (l->reserved ? l->reserved : (uint64_t)pages * SCENE_PAGE))
         return false;
     for (int i = 0; i < sc->count; i++) {
         sc->before[i] = fx_bind(sc->f.s, sc->h[i]);
         if (sc->before[i].offset != sc->at[i].offset) return false;
         /* Same page, same buffer; the pages apart. */
         for (int j = 0; j < i; j++)
-            if ((sc->before[i].buffer == sc->before[j].buffer) != (sc->at[i].page == sc->at[j].page)) return false;
+            if ((sc->before[i].buffer == sc->before[j].buffer) != (sc->at[i].page == sc->at[j].page))
+                return false;
     }
     return true;
 }
@@ -140,13 +143,22 @@ static inline bool scene_open(scene *sc, const scene_layout *l, relo_relocation 
 }
 
 /** Releases every allocation and closes the device. */
-static inline void scene_close(scene *sc) { fx_close_releasing(&sc->f, sc->h, (size_t)sc->count); }
+static inline void scene_close(scene *sc)
+{
+    fx_close_releasing(&sc->f, sc->h, (size_t)sc->count);
+}
 
 /** Where allocation i is now. */
-static inline relo_binding scene_bind(scene *sc, int i) { return fx_bind(sc->f.s, sc->h[i]); }
+static inline relo_binding scene_bind(scene *sc, int i)
+{
+    return fx_bind(sc->f.s, sc->h[i]);
+}
 
 /** Whether allocation i is where it was once the pages filled. */
-static inline bool scene_in_place(scene *sc, int i) { return fx_same_place(sc->before[i], scene_bind(sc, i)); }
+static inline bool scene_in_place(scene *sc, int i)
+{
+    return fx_same_place(sc->before[i], scene_bind(sc, i));
+}
 
 static inline bool scene_bytes_intact(scene *sc)
 {
@@ -156,7 +168,10 @@ static inline bool scene_bytes_intact(scene *sc)
 }
 
 /** How many allocations are no longer where they were. */
-static inline int scene_moved(scene *sc) { return fx_moved_count(sc->f.s, sc->h, sc->before, sc->count); }
+static inline int scene_moved(scene *sc)
+{
+    return fx_moved_count(sc->f.s, sc->h, sc->before, sc->count);
+}
 
 /** No two of the scene's allocations, nor ask (id 0: none), share a byte. */
 static inline bool scene_apart(scene *sc, relo_handle ask)

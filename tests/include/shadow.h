@@ -17,7 +17,7 @@
 typedef struct shadow_alloc {
     relo_handle h;
     uint64_t size;
-    uint64_t key;   /* pattern key (fx_write_pattern) */
+    uint64_t key; /* pattern key (fx_write_pattern) */
     uint32_t refs;
     int stream;
 } shadow_alloc;
@@ -25,12 +25,12 @@ typedef struct shadow_alloc {
 typedef struct shadow {
     shadow_alloc *a;
     size_t n, cap;
-    uint64_t count[SHADOW_STREAMS];  /* live allocations per stream */
-    uint64_t bytes[SHADOW_STREAMS];  /* requested bytes per stream */
+    uint64_t count[SHADOW_STREAMS]; /* live allocations per stream */
+    uint64_t bytes[SHADOW_STREAMS]; /* requested bytes per stream */
     relo_handle stale[SHADOW_STALE];
-    size_t n_stale;                  /* released so far (ring index) */
+    size_t n_stale; /* released so far (ring index) */
     uint64_t next_key;
-    bool no_bytes;                   /* sim backend: no patterns to write or check */
+    bool no_bytes; /* sim backend: no patterns to write or check */
 } shadow;
 
 static inline void shadow_free(shadow *m)
@@ -143,8 +143,7 @@ static inline void shadow_check_layout(const shadow *m, relo_stream *s)
     }
     qsort(b, k, sizeof *b, shadow_cmp_binding_);
     for (size_t i = 1; i < k; i++) {
-        if (b[i].buffer == b[i - 1].buffer)
-            expect_ge(b[i].offset, b[i - 1].offset + b[i - 1].size);
+        if (b[i].buffer == b[i - 1].buffer) expect_ge(b[i].offset, b[i - 1].offset + b[i - 1].size);
     }
     free(b);
 }

@@ -18,9 +18,11 @@
 CHECK_TEST(b48_sizes_near_2_64_too_big)
 {
     const uint64_t sizes[] = {
-        UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 31, UINT64_MAX - 32, UINT64_MAX - 1 * MiB,
-        UINT64_MAX - 2 * MiB + 1, UINT64_C(1) << 63, (UINT64_C(1) << 63) + 1 * MiB,
-        UINT64_C(1) << 50, 128 * MiB + 1,
+        UINT64_MAX,           UINT64_MAX - 1,
+        UINT64_MAX - 31,      UINT64_MAX - 32,
+        UINT64_MAX - 1 * MiB, UINT64_MAX - 2 * MiB + 1,
+        UINT64_C(1) << 63,    (UINT64_C(1) << 63) + 1 * MiB,
+        UINT64_C(1) << 50,    128 * MiB + 1,
     };
     for (int placement = 0; placement < RELO_PLACEMENT_COUNT; placement++) {
         relo_device_desc dd;
@@ -171,14 +173,31 @@ CHECK_TEST(b49_null_capture_and_stats_api)
 
 static relo_status no_alloc(void *c, uint64_t s, void **b, uint64_t *a)
 {
-    (void)c; (void)s; (void)b; (void)a;
+    (void)c;
+    (void)s;
+    (void)b;
+    (void)a;
     return RELO_ERR_OUT_OF_MEMORY;
 }
-static void no_free(void *c, void *b, uint64_t s) { (void)c; (void)b; (void)s; }
-static relo_status no_wait(void *c) { (void)c; return RELO_OK; }
+static void no_free(void *c, void *b, uint64_t s)
+{
+    (void)c;
+    (void)b;
+    (void)s;
+}
+static relo_status no_wait(void *c)
+{
+    (void)c;
+    return RELO_OK;
+}
 static relo_status no_copy(void *c, void *s, uint64_t so, void *d, uint64_t dof, uint64_t n)
 {
-    (void)c; (void)s; (void)so; (void)d; (void)dof; (void)n;
+    (void)c;
+    (void)s;
+    (void)so;
+    (void)d;
+    (void)dof;
+    (void)n;
     return RELO_OK;
 }
 
@@ -285,8 +304,13 @@ CHECK_TEST(x_device_desc_size)
     require_ok(relo_backend_host_create(&hd, &b));
     relo_device *d = NULL;
     relo_device_desc dd;
-    const uint32_t refused[] = {(uint32_t)sizeof dd + 1, (uint32_t)sizeof dd + 64, UINT32_MAX,
-                                (uint32_t)sizeof dd - 1, (uint32_t)offsetof(relo_device_desc, page_free), 4, 1};
+    const uint32_t refused[] = {(uint32_t)sizeof dd + 1,
+                                (uint32_t)sizeof dd + 64,
+                                UINT32_MAX,
+                                (uint32_t)sizeof dd - 1,
+                                (uint32_t)offsetof(relo_device_desc, page_free),
+                                4,
+                                1};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         memset(&dd, 0, sizeof dd);
         dd.size = refused[i];

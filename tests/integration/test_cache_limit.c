@@ -38,7 +38,8 @@ static bool scene_open(scene *sc, relo_placement placement, uint64_t limit)
     if (fx_open(&sc->f, NULL, &dd) != RELO_OK) return false;
     for (int i = 0; i < COUNT; i++) {
         sc->h[i] = fx_reserve(sc->f.s, SIZE);
-        if (!sc->h[i].id || fx_write_pattern(sc->f.dev, sc->h[i], (uint64_t)i + 1, SIZE) != RELO_OK) return false;
+        if (!sc->h[i].id || fx_write_pattern(sc->f.dev, sc->h[i], (uint64_t)i + 1, SIZE) != RELO_OK)
+            return false;
     }
     for (int i = KEEP; i < COUNT; i++) {
         expect_ok(relo_release(sc->f.dev, sc->h[i]));
@@ -174,7 +175,8 @@ CHECK_TEST(cached_pages_serve_without_a_backend_allocation)
         }
         expect_eq(fx_counts(&sc.f).allocs, before.allocs);
         expect_eq(fx_counts(&sc.f).frees, before.frees);
-        for (int i = 0; i < COUNT; i++) expect_true(fx_check_pattern(sc.f.dev, sc.h[i], (uint64_t)i + 1, SIZE));
+        for (int i = 0; i < COUNT; i++)
+            expect_true(fx_check_pattern(sc.f.dev, sc.h[i], (uint64_t)i + 1, SIZE));
         expect_true(scene_untouched(&sc));
         expect_ok(relo_device_check(sc.f.dev));
         scene_close(&sc);

@@ -307,7 +307,7 @@ CHECK_TEST(x_no_page_released_while_another_stream_records)
     relo_graph *graph = NULL;
     expect_ok(relo_capture_end(B, &graph));
     relo_graph_destroy(graph);
-    relo_handle e = fx_reserve(A, 8 * MiB); /* now the cleanup runs */
+    relo_handle e = fx_reserve(A, 8 * MiB);    /* now the cleanup runs */
     expect_eq(fx_counts(&f).frees, frees + 2); /* the outdated page, the dedicated buffer */
     expect_eq(fx_stats(A).outdated_pages, 0);
     expect_ok(relo_release(f.dev, big));

@@ -77,8 +77,14 @@ static int scene_moved(scene *sc)
     return moved;
 }
 
-static bool keep_half(int i) { return i % 4 < 2; }
-static bool keep_quarter(int i) { return i % 4 == 0; }
+static bool keep_half(int i)
+{
+    return i % 4 < 2;
+}
+static bool keep_quarter(int i)
+{
+    return i % 4 == 0;
+}
 
 CHECK_TEST(compaction_keeps_bytes_and_gives_pages_back)
 {
@@ -332,7 +338,8 @@ CHECK_TEST(repeated_large_size_gets_a_page_of_copies)
     expect_eq(fx_stats(f.s).bytes_reserved, 14 * MiB);
     h[n++] = fx_reserve(f.s, s); /* the same size again: four copies in 50 MiB */
     expect_eq(fx_stats(f.s).bytes_reserved, 64 * MiB);
-    for (int i = 0; i < 3; i++) h[n++] = fx_reserve(f.s, s); /* the other copies' room, and the last 1.5 MiB */
+    for (int i = 0; i < 3; i++)
+        h[n++] = fx_reserve(f.s, s); /* the other copies' room, and the last 1.5 MiB */
     expect_eq(fx_stats(f.s).bytes_reserved, 64 * MiB);
     expect_eq(fx_stats(f.s).backend_allocs, 2);
     h[n++] = fx_reserve(f.s, 27 * MiB / 2); /* a new size: a page of its own */
@@ -470,7 +477,8 @@ static void two_runs_packed(fx *f, uint64_t capacity, relo_handle h[4])
     relo__compact_and_release(f->dev, f->s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX);
     relo__device_unlock(f->dev);
     expect_eq(fx_stats(f->s).allocations_moved, 4);
-    for (int i = 0; i < 4; i++) expect_true(fx_check_pattern(f->dev, h[i], (uint64_t)i + 1, two_runs_size[i]));
+    for (int i = 0; i < 4; i++)
+        expect_true(fx_check_pattern(f->dev, h[i], (uint64_t)i + 1, two_runs_size[i]));
     expect_ok(relo_device_check(f->dev));
 }
 

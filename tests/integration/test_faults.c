@@ -26,8 +26,8 @@ enum { NSPREAD = 6 };
 typedef struct spread {
     relo_handle h[NSPREAD];
     uint64_t size[NSPREAD];
-    relo_binding at[NSPREAD];  /* where each was after set-up */
-    relo_handle current;       /* the 8 MiB on the current page */
+    relo_binding at[NSPREAD]; /* where each was after set-up */
+    relo_handle current;      /* the 8 MiB on the current page */
 } spread;
 
 static bool make_spread(fx *f, spread *t)

@@ -39,7 +39,10 @@ typedef struct scene {
     bool kept[COUNT];
 } scene;
 
-static bool keep_quarter(int i) { return i % 4 == 0; }
+static bool keep_quarter(int i)
+{
+    return i % 4 == 0;
+}
 
 static bool scene_open_keeping(scene *sc, const relo_backend_props *props, bool (*keep)(int))
 {
@@ -364,7 +367,10 @@ CHECK_TEST(check_accepts_a_device_without_a_page_limit)
 
 /* The first page holds allocations 0 and 1 of its four; the next three
  * pages three of theirs, with room for the first page's two. */
-static bool keep_two_then_threes(int i) { return i < 4 ? i < 2 : i < 16 && i % 4 != 3; }
+static bool keep_two_then_threes(int i)
+{
+    return i < 4 ? i < 2 : i < 16 && i % 4 != 3;
+}
 
 /* Two allocations on one page pinned 2^31 times each: the page still
  * counts every pin, and no reclaim moves either (unpinned, a reclaim
@@ -411,8 +417,9 @@ static relo_status use_up_device_tags(int *created)
             return RELO_ERR_CORRUPT;
         /* The slot's next allocation takes a generation past half the
          * range, as 33 million reuses of it would. */
-        if (relo__testing_age_free_slots(d, RELO_HANDLE_GEN_MAX / 2 + 1) != 1 || relo_reserve(s, 64, &h) != RELO_OK ||
-            relo_release(d, h) != RELO_OK || relo_device_destroy(d) != RELO_OK)
+        if (relo__testing_age_free_slots(d, RELO_HANDLE_GEN_MAX / 2 + 1) != 1 ||
+            relo_reserve(s, 64, &h) != RELO_OK || relo_release(d, h) != RELO_OK ||
+            relo_device_destroy(d) != RELO_OK)
             return RELO_ERR_CORRUPT;
     }
     return st;
@@ -557,9 +564,9 @@ typedef struct planning_pin {
     relo_stream *s;
     relo_handle h[4];
     relo_binding at[4];
-    atomic_int done;      /* pins returned */
+    atomic_int done; /* pins returned */
     bool fired;
-    bool waited;          /* a pin did not return while the lock was held */
+    bool waited; /* a pin did not return while the lock was held */
     pthread_t t;
 } planning_pin;
 

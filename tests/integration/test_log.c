@@ -29,15 +29,16 @@ static struct {
     relo_handle h;
     int lines;
     int abandoned_lines;
-    int calls_ok;      /* callbacks whose every relo call succeeded */
+    int calls_ok;       /* callbacks whose every relo call succeeded */
     uint64_t abandoned; /* relocations_abandoned as the callback read it */
 } seen;
 
 static void on_alarm(int sig)
 {
     (void)sig;
-    static const char msg[] = "FAIL: a relo call made from the log callback never returned "
-                              "(the callback ran with the device lock held, or in a call still at work)\n";
+    static const char msg[] =
+        "FAIL: a relo call made from the log callback never returned "
+        "(the callback ran with the device lock held, or in a call still at work)\n";
     ssize_t n = write(STDOUT_FILENO, msg, sizeof msg - 1);
     (void)n;
     _exit(1);
@@ -216,7 +217,7 @@ CHECK_TEST(callback_may_call_what_waits_for_a_pass)
         require_ne(h[i].id, 0);
     }
     for (int i = 1; i < N; i += 2) expect_ok(relo_release(f.dev, h[i]));
-    m.capacity = m.bytes_held;                    /* nothing more is lent */
+    m.capacity = m.bytes_held;                      /* nothing more is lent */
     mock_refuse(&m, MOCK_WAIT_DEVICE, 1, false, 0); /* the first pass is abandoned */
     uint64_t waits = m.calls[MOCK_WAIT_DEVICE];
     relo_handle big = {0};

@@ -246,8 +246,10 @@ CHECK_TEST(first_page_emptied_is_the_walks_choice)
         for (uint32_t i = 0; i < pool->page_count; i++) {
             const relo_page *p = pool->pages[i];
             uint64_t live = relo__page_movable_bytes(p);
-            if (!relo__page_serves(p) || live == 0 || p->size - p->occupied_bytes < p->occupied_bytes / 2) continue;
-            if (!best || live < best->live_size || (live == best->live_size && p->order < best->order)) best = p;
+            if (!relo__page_serves(p) || live == 0 || p->size - p->occupied_bytes < p->occupied_bytes / 2)
+                continue;
+            if (!best || live < best->live_size || (live == best->live_size && p->order < best->order))
+                best = p;
         }
         for (size_t i = 0; i < N; i++) {
             relo_binding b = {0};
@@ -266,7 +268,8 @@ CHECK_TEST(first_page_emptied_is_the_walks_choice)
             for (size_t i = 0; i < N; i++)
                 if (h[i].id && h[i].id == first.id) first_was = was[i];
             expect_true(first_was == best_buffer);
-            if (first_was != best_buffer) printf("  layout %llu: first move not from the walk's page\n", (unsigned long long)seed);
+            if (first_was != best_buffer)
+                printf("  layout %llu: first move not from the walk's page\n", (unsigned long long)seed);
         }
         dev_close(&x, h, N);
     }
@@ -290,7 +293,8 @@ CHECK_TEST(index_follows_every_change)
             h[i].id = 0;
         } else {
             /* Mostly fine-pool sizes, sometimes a large one. */
-            uint64_t size = next_rand(&r) % 8 ? 4 * KiB + next_rand(&r) % MiB : 2 * MiB + next_rand(&r) % (16 * MiB);
+            uint64_t size = next_rand(&r) % 8 ? 4 * KiB + next_rand(&r) % MiB
+                                              : 2 * MiB + next_rand(&r) % (16 * MiB);
             require_ok(relo_reserve(x.s, size, &h[i]));
         }
         if (step % 5000 == 4999) expect_ok(relo_reclaim(x.s));

@@ -50,26 +50,29 @@ typedef struct alloc {
 } alloc;
 
 typedef struct world {
-    relo_backend *backend;   /* ours until the device takes it */
+    relo_backend *backend; /* ours until the device takes it */
     relo_device *device;
     relo_stream *streams[STREAMS];
-    int recording;           /* stream index recording, -1 none */
-    int prepared;            /* stream index prepared, -1 none */
+    int recording; /* stream index recording, -1 none */
+    int prepared;  /* stream index prepared, -1 none */
     int modes[STREAMS];
     alloc allocs[MAX_ALLOCS];
     int nallocs;
     relo_graph *graphs[MAX_GRAPHS];
     int ngraphs;
-    bool oom;                /* an injected failure came back */
-    bool broken;             /* an unexpected status came back */
-    const char *where;       /* the step that stopped the scenario */
-    uint64_t moved;          /* allocations the device moved so far */
-    uint64_t moves_checked;  /* steps after which a move was verified */
+    bool oom;               /* an injected failure came back */
+    bool broken;            /* an unexpected status came back */
+    const char *where;      /* the step that stopped the scenario */
+    uint64_t moved;         /* allocations the device moved so far */
+    uint64_t moves_checked; /* steps after which a move was verified */
 } world;
 
 /* ---- patterns: head, middle and tail windows of each allocation -------- */
 
-static uint8_t pat(uint8_t seed, uint64_t off) { return (uint8_t)(seed ^ (off * 131u) ^ (off >> 9)); }
+static uint8_t pat(uint8_t seed, uint64_t off)
+{
+    return (uint8_t)(seed ^ (off * 131u) ^ (off >> 9));
+}
 
 static int wins(uint64_t size, uint64_t off[3], uint64_t len[3])
 {
@@ -158,8 +161,14 @@ static bool step_(world *w, relo_status s, relo_status want, const char *what)
     return false;
 }
 
-#define STEP(w, call) do { if (!step_((w), (call), RELO_OK, #call)) return; } while (0)
-#define STEP_IS(w, call, want) do { if (!step_((w), (call), (want), #call)) return; } while (0)
+#define STEP(w, call)                                    \
+    do {                                                 \
+        if (!step_((w), (call), RELO_OK, #call)) return; \
+    } while (0)
+#define STEP_IS(w, call, want)                          \
+    do {                                                \
+        if (!step_((w), (call), (want), #call)) return; \
+    } while (0)
 
 static bool reserve_(world *w, int stream, uint64_t size, const char *what)
 {
@@ -178,7 +187,10 @@ static bool reserve_(world *w, int stream, uint64_t size, const char *what)
     return step_(w, put_pattern(w, a), RELO_OK, what);
 }
 
-#define RESERVE(w, stream, size) do { if (!reserve_((w), (stream), (size), "reserve " #size)) return; } while (0)
+#define RESERVE(w, stream, size)                                        \
+    do {                                                                \
+        if (!reserve_((w), (stream), (size), "reserve " #size)) return; \
+    } while (0)
 
 /* Releases allocation k completely (release never allocates). */
 static void drop(world *w, int k)
@@ -223,7 +235,7 @@ static void scenario_mixed(world *w)
     RESERVE(w, 0, 64 * KIB);
     RESERVE(w, 1, 1 * MIB);
     RESERVE(w, 0, 1 * MIB + 512);
-    RESERVE(w, 0, 3 * MIB);      /* grows to 4 MiB pages */
+    RESERVE(w, 0, 3 * MIB); /* grows to 4 MiB pages */
     STEP(w, relo_retain(w->device, w->allocs[1].handle));
     w->allocs[1].refs++;
 
@@ -239,12 +251,12 @@ static void scenario_mixed(world *w)
     STEP(w, relo_mode_pop(w->streams[0]));
     w->modes[0]--;
 
-    RESERVE(w, 0, 10 * MIB);     /* grows to 11 MiB pages: 4 MiB pages outdated */
+    RESERVE(w, 0, 10 * MIB); /* grows to 11 MiB pages: 4 MiB pages outdated */
     RESERVE(w, 1, 6 * MIB);
     RESERVE(w, 1, 12 * MIB);
     for (int i = 0; i < 6; i++) RESERVE(w, i & 1, 300 + 1000 * (uint64_t)i);
     drop(w, 4);
-    STEP(w, relo_reclaim(w->streams[0]));       /* EXPLICIT relocation */
+    STEP(w, relo_reclaim(w->streams[0])); /* EXPLICIT relocation */
     RESERVE(w, 0, 2 * MIB);
 
     relo_stats st;
@@ -259,7 +271,7 @@ static void scenario_mixed(world *w)
 
     /* Capture: prepare relocates with reason CAPTURE; the recording may
      * only use room it holds; the graph guards what it resolved. */
-    RESERVE(w, 1, 14 * MIB);      /* 15 MiB pages: 11 MiB pages outdated */
+    RESERVE(w, 1, 14 * MIB); /* 15 MiB pages: 11 MiB pages outdated */
     STEP(w, relo_capture_prepare(w->streams[0]));
     w->prepared = 0;
     STEP(w, relo_capture_begin(w->streams[0]));
@@ -268,14 +280,14 @@ static void scenario_mixed(world *w)
     relo_binding b;
     STEP(w, relo_resolve(w->streams[0], w->allocs[2].handle, &b));
     STEP(w, relo_resolve(w->streams[0], w->allocs[5].handle, &b));
-    RESERVE(w, 0, 200);           /* room the small pool holds */
+    RESERVE(w, 0, 200); /* room the small pool holds */
     STEP_IS(w, relo_reclaim(w->streams[1]), RELO_ERR_RECORDING);
-    RESERVE(w, 1, 3 * MIB);       /* another stream may add pages */
+    RESERVE(w, 1, 3 * MIB); /* another stream may add pages */
     relo_graph *g = NULL;
     STEP(w, relo_capture_end(w->streams[0], &g));
     w->recording = -1;
     w->graphs[w->ngraphs++] = g;
-    RESERVE(w, 0, 16 * MIB);      /* 17 MiB pages */
+    RESERVE(w, 0, 16 * MIB); /* 17 MiB pages */
     STEP(w, relo_reclaim(w->streams[1]));
     relo_graph_destroy(w->graphs[--w->ngraphs]);
     STEP(w, relo_reclaim(w->streams[0]));
@@ -294,9 +306,9 @@ static void scenario_pressure(world *w)
     RESERVE(w, 0, 1 * MIB);
     RESERVE(w, 0, 512 * KIB);
     RESERVE(w, 1, 1 * MIB);
-    RESERVE(w, 0, 10 * MIB);      /* 11 MiB pages; 2 MiB pages outdated */
+    RESERVE(w, 0, 10 * MIB); /* 11 MiB pages; 2 MiB pages outdated */
     RESERVE(w, 1, 10 * MIB);
-    RESERVE(w, 0, 1 * MIB);       /* pressure: relocation before it */
+    RESERVE(w, 0, 1 * MIB); /* pressure: relocation before it */
     RESERVE(w, 1, 2 * MIB);
     RESERVE(w, 0, 4 * MIB);
     drop(w, 0);
@@ -431,38 +443,58 @@ static void oom_loop(const char *name, scenario_fn fn, int sticky, uint64_t min_
             w.broken = true;
         }
         if (fired) {
-            if (w.oom) stopped++;
-            else if (!w.broken) swallowed++;
+            if (w.oom)
+                stopped++;
+            else if (!w.broken)
+                swallowed++;
         }
         moved_runs += w.moved > 0;
         checks += w.moves_checked;
         finish(&w);
         if (w.broken || check_failures_ != failed_before) {
-            fprintf(stderr, "%s: failed with injection at host allocation %llu (%s), step '%s'\n",
-                    name, (unsigned long long)n, sticky ? "sticky" : "once",
-                    w.where ? w.where : "-");
+            fprintf(stderr, "%s: failed with injection at host allocation %llu (%s), step '%s'\n", name,
+                    (unsigned long long)n, sticky ? "sticky" : "once", w.where ? w.where : "-");
             check_failures_ += w.broken;
             if (++bad > 3) break;
         }
         if (!fired) break;
     }
     expect_eq(bad, 0);
-    printf("%s (%s): %llu host allocations and %llu allocations moved in a clean run; N = 1..%llu "
-           "injected: %llu stopped with RELO_ERR_HOST_MEMORY, %llu absorbed by relo and completed; "
-           "%llu runs moved allocations, bytes verified after %llu moving steps\n",
-           name, sticky ? "sticky" : "once", (unsigned long long)clean, (unsigned long long)clean_moved,
-           (unsigned long long)(n - 1), (unsigned long long)stopped, (unsigned long long)swallowed,
-           (unsigned long long)moved_runs, (unsigned long long)checks);
+    printf(
+        "%s (%s): %llu host allocations and %llu allocations moved in a clean run; N = 1..%llu "
+        "injected: %llu stopped with RELO_ERR_HOST_MEMORY, %llu absorbed by relo and completed; "
+        "%llu runs moved allocations, bytes verified after %llu moving steps\n",
+        name, sticky ? "sticky" : "once", (unsigned long long)clean, (unsigned long long)clean_moved,
+        (unsigned long long)(n - 1), (unsigned long long)stopped, (unsigned long long)swallowed,
+        (unsigned long long)moved_runs, (unsigned long long)checks);
 }
 
 /* The last argument: allocations the clean run must move at least (0: the
  * scenario's layout never moves, and must not). */
-CHECK_TEST(mixed) { oom_loop("mixed", scenario_mixed, 1, MIXED_MOVES); }
-CHECK_TEST(pressure) { oom_loop("pressure", scenario_pressure, 1, PRESSURE_MOVES); }
-CHECK_TEST(ladder) { oom_loop("ladder", scenario_ladder, 1, LADDER_MOVES); }
-CHECK_TEST(exclusive) { oom_loop("exclusive", scenario_exclusive, 1, 0); }
+CHECK_TEST(mixed)
+{
+    oom_loop("mixed", scenario_mixed, 1, MIXED_MOVES);
+}
+CHECK_TEST(pressure)
+{
+    oom_loop("pressure", scenario_pressure, 1, PRESSURE_MOVES);
+}
+CHECK_TEST(ladder)
+{
+    oom_loop("ladder", scenario_ladder, 1, LADDER_MOVES);
+}
+CHECK_TEST(exclusive)
+{
+    oom_loop("exclusive", scenario_exclusive, 1, 0);
+}
 /* Non-sticky: only the N-th allocation fails; later calls must work again. */
-CHECK_TEST(mixed_once) { oom_loop("mixed", scenario_mixed, 0, MIXED_MOVES); }
-CHECK_TEST(pressure_once) { oom_loop("pressure", scenario_pressure, 0, PRESSURE_MOVES); }
+CHECK_TEST(mixed_once)
+{
+    oom_loop("mixed", scenario_mixed, 0, MIXED_MOVES);
+}
+CHECK_TEST(pressure_once)
+{
+    oom_loop("pressure", scenario_pressure, 0, PRESSURE_MOVES);
+}
 
 CHECK_MAIN()

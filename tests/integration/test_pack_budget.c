@@ -61,7 +61,8 @@ static bool scene_open(scene *sc, int rounds, const relo_host_desc *hd, uint64_t
     sc->pages_before = st.pages;
     /* The layout the cases rely on: one allocation on each of many
      * pages, mostly free room. */
-    return st.pages == COUNT / STRIDE && st.relocations == 0 && st.bytes_reserved - st.bytes_in_use >= 2 * MiB;
+    return st.pages == COUNT / STRIDE && st.relocations == 0 &&
+           st.bytes_reserved - st.bytes_in_use >= 2 * MiB;
 }
 
 static bool scene_bytes_intact(scene *sc)

@@ -18,8 +18,8 @@ typedef struct gate {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool open;
-    uint32_t frees;         /* frees that reached the gate */
-    uint32_t allocs;        /* allocs seen since counting began */
+    uint32_t frees;          /* frees that reached the gate */
+    uint32_t allocs;         /* allocs seen since counting began */
     uint32_t frees_at_alloc; /* frees past the gate when the last alloc came */
     mock_ctx *mock;          /* with full: */
     bool full;               /* allocs are refused until a free passes the gate */
@@ -96,7 +96,8 @@ static bool grow(relo_device *d, relo_stream *s, relo_handle *a, relo_handle *bi
 }
 
 /* A device of open_device with one stream grown as grow says. */
-static bool open_grown(mock_ctx *m, gate *g, relo_device **d, relo_stream **s, relo_handle *a, relo_handle *big)
+static bool open_grown(mock_ctx *m, gate *g, relo_device **d, relo_stream **s, relo_handle *a,
+                       relo_handle *big)
 {
     *d = open_device(m, g);
     return *d && relo_stream_create(*d, NULL, s) == RELO_OK && grow(*d, *s, a, big);

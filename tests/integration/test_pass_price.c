@@ -91,8 +91,14 @@ static void reclaim_drains_once(relo_placement placement)
     scene_close(&sc);
 }
 
-CHECK_TEST(reclaim_waits_for_the_device_once_packed) { reclaim_drains_once(RELO_PLACEMENT_PACKED); }
-CHECK_TEST(reclaim_waits_for_the_device_once_adaptive) { reclaim_drains_once(RELO_PLACEMENT_ADAPTIVE); }
+CHECK_TEST(reclaim_waits_for_the_device_once_packed)
+{
+    reclaim_drains_once(RELO_PLACEMENT_PACKED);
+}
+CHECK_TEST(reclaim_waits_for_the_device_once_adaptive)
+{
+    reclaim_drains_once(RELO_PLACEMENT_ADAPTIVE);
+}
 
 /* A second reclaim right after finds nothing worth moving: nothing moves
  * again for nothing. */
@@ -222,8 +228,14 @@ static void other_stream_goes_on(relo_placement placement)
     scene_close(&sc);
 }
 
-CHECK_TEST(other_stream_goes_on_while_a_pass_waits_packed) { other_stream_goes_on(RELO_PLACEMENT_PACKED); }
-CHECK_TEST(other_stream_goes_on_while_a_pass_waits_adaptive) { other_stream_goes_on(RELO_PLACEMENT_ADAPTIVE); }
+CHECK_TEST(other_stream_goes_on_while_a_pass_waits_packed)
+{
+    other_stream_goes_on(RELO_PLACEMENT_PACKED);
+}
+CHECK_TEST(other_stream_goes_on_while_a_pass_waits_adaptive)
+{
+    other_stream_goes_on(RELO_PLACEMENT_ADAPTIVE);
+}
 
 /* Another stream's reservations, on a device that holds the scene's
  * scattered room, pack that stream's own pools only, and only for room that
@@ -251,7 +263,13 @@ static void other_stream_packs_only_its_own(relo_placement placement)
     scene_close(&sc);
 }
 
-CHECK_TEST(other_stream_packs_only_its_own_packed) { other_stream_packs_only_its_own(RELO_PLACEMENT_PACKED); }
-CHECK_TEST(other_stream_packs_only_its_own_adaptive) { other_stream_packs_only_its_own(RELO_PLACEMENT_ADAPTIVE); }
+CHECK_TEST(other_stream_packs_only_its_own_packed)
+{
+    other_stream_packs_only_its_own(RELO_PLACEMENT_PACKED);
+}
+CHECK_TEST(other_stream_packs_only_its_own_adaptive)
+{
+    other_stream_packs_only_its_own(RELO_PLACEMENT_ADAPTIVE);
+}
 
 CHECK_MAIN()

@@ -119,7 +119,8 @@ CHECK_TEST(pass_runtime_copies_and_commits)
     expect_eq(mv.to.size, 1 * MiB);
     /* Until the pass ends the handle still resolves where it was. */
     expect_status(relo_pass_move_get(pass, 1, &mv), RELO_ERR_INVALID_ARGUMENT);
-    memcpy((char *)mv.to.buffer + mv.to.offset, (char *)mv.from.buffer + mv.from.offset, (size_t)mv.from.size);
+    memcpy((char *)mv.to.buffer + mv.to.offset, (char *)mv.from.buffer + mv.from.offset,
+           (size_t)mv.from.size);
     expect_ok(relo_pass_end(pass, RELO_PASS_LANDED));
     expect_true(fx_same_place(fx_bind(f.s, g.a), mv.to));
     expect_true(fx_check_pattern(f.dev, g.a, 11, 1 * MiB));
@@ -298,11 +299,11 @@ CHECK_TEST(pass_bounds)
 {
     fx f;
     require_ok(fx_open(&f, NULL, FX_ADAPTIVE));
-    relo_handle x = fx_reserve(f.s, 256 * KiB);     /* page 1: 2 MiB */
-    relo_handle m = fx_reserve(f.s, 5 * MiB / 2);   /* page 2: 4 MiB */
+    relo_handle x = fx_reserve(f.s, 256 * KiB);   /* page 1: 2 MiB */
+    relo_handle m = fx_reserve(f.s, 5 * MiB / 2); /* page 2: 4 MiB */
     expect_ok(relo_release(f.dev, m));
-    relo_handle y = fx_reserve(f.s, 256 * KiB);     /* page 2 */
-    relo_handle z = fx_reserve(f.s, 5 * MiB);       /* page 3: 6 MiB, 1 MiB free */
+    relo_handle y = fx_reserve(f.s, 256 * KiB); /* page 2 */
+    relo_handle z = fx_reserve(f.s, 5 * MiB);   /* page 3: 6 MiB, 1 MiB free */
     require_ne(z.id, 0);
     require_eq(fx_stats(f.s).outdated_pages, 2);
     relo_pass *pass = NULL;
@@ -529,7 +530,7 @@ CHECK_TEST(device_wait_without_the_lock)
     require_eq(pthread_create(&pt, NULL, pin_thread, &pn), 0);
     struct timespec settle = {0, 50 * 1000 * 1000};
     nanosleep(&settle, NULL);
-    expect_ok(relo_release(f.dev, gone));   /* carried out at the close */
+    expect_ok(relo_release(f.dev, gone)); /* carried out at the close */
     expect_status(relo_resolve(f.s, gone, &b), RELO_ERR_NOT_FOUND);
     relo_handle more = fx_reserve(f.s2, 8192);
     require_ne(more.id, 0);
@@ -543,14 +544,14 @@ CHECK_TEST(device_wait_without_the_lock)
     expect_ok(r.st);
 
     relo_stats st = fx_dev_stats(f.dev);
-    expect_eq(st.allocations_moved, 1);  /* keep only */
+    expect_eq(st.allocations_moved, 1); /* keep only */
     expect_true(fx_bind(f.s, keep).buffer == fx_bind(f.s, big).buffer);
     expect_ok(pn.st);
     expect_true(fx_same_place(pn.at, fx_bind(f.s, keep))); /* the new place */
     expect_true(fx_same_place(fx_bind(f.s, veto), veto_at));
     expect_true(fx_check_pattern(f.dev, keep, 1, Q));
     expect_true(fx_check_pattern(f.dev, veto, 2, Q));
-    expect_eq(st.allocations, 4);        /* keep, veto, big, elsewhere */
+    expect_eq(st.allocations, 4); /* keep, veto, big, elsewhere */
     expect_ok(relo_device_check(f.dev));
     expect_ok(relo_release(f.dev, keep));
     expect_ok(relo_release(f.dev, veto));

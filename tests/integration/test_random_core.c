@@ -86,7 +86,7 @@ static void run(uint64_t seed, int ops, relo_placement placement, uint64_t min_m
         uint64_t r = fx_rand(&rng) % 100;
         uint64_t live = m.bytes[0];
         if (r < 40 && live > 110 * MiB) r = 50; /* keep live bytes bounded */
-        bool cleaned = false; /* a reclaim or a refused reservation ran a cleanup */
+        bool cleaned = false;                   /* a reclaim or a refused reservation ran a cleanup */
         if (r >= 40 && r < 65 && m.n == 0) r = 0;
 
         if (r < 40) {
@@ -167,8 +167,8 @@ static void run(uint64_t seed, int ops, relo_placement placement, uint64_t min_m
         expect_eq(st.allocations, m.count[0]);
         expect_eq(st.bytes_in_use, m.bytes[0]);
         relo_stats now = fx_dev_stats(f.dev);
-        if (cleaned || now.allocations_moved != dev.allocations_moved ||
-            now.relocations != dev.relocations || now.relocations_abandoned != dev.relocations_abandoned)
+        if (cleaned || now.allocations_moved != dev.allocations_moved || now.relocations != dev.relocations ||
+            now.relocations_abandoned != dev.relocations_abandoned)
             verify_all(&m, f.dev, &rs);
         dev = now;
         if (op % check_every == check_every - 1) {
@@ -190,13 +190,14 @@ static void run(uint64_t seed, int ops, relo_placement placement, uint64_t min_m
      * catch. */
     expect_ge(end.allocations_moved, min_moved);
     expect_ge(end.relocations, 3);
-    printf("  seed %llu: %d reserves (%d refused by the device, %d page sizes exhausted), "
-           "%d releases, %d reclaims, %llu relocations moving %llu allocations (at least %llu wanted), "
-           "%llu abandoned, %d full verifications, peak reserved %llu MiB\n",
-           (unsigned long long)seed, rs.reserves, rs.oom, rs.exhausted, rs.releases, rs.reclaims,
-           (unsigned long long)end.relocations, (unsigned long long)end.allocations_moved,
-           (unsigned long long)min_moved, (unsigned long long)end.relocations_abandoned, rs.verified,
-           (unsigned long long)(end.peak_bytes_reserved / MiB));
+    printf(
+        "  seed %llu: %d reserves (%d refused by the device, %d page sizes exhausted), "
+        "%d releases, %d reclaims, %llu relocations moving %llu allocations (at least %llu wanted), "
+        "%llu abandoned, %d full verifications, peak reserved %llu MiB\n",
+        (unsigned long long)seed, rs.reserves, rs.oom, rs.exhausted, rs.releases, rs.reclaims,
+        (unsigned long long)end.relocations, (unsigned long long)end.allocations_moved,
+        (unsigned long long)min_moved, (unsigned long long)end.relocations_abandoned, rs.verified,
+        (unsigned long long)(end.peak_bytes_reserved / MiB));
 
     fx_expect_pass_checks(&in_pass, 1);
     while (depth-- > 0) expect_ok(relo_mode_pop(f.s));

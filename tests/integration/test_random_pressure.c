@@ -72,8 +72,8 @@ typedef struct setup {
 static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused, uint64_t min_moved, setup su)
 {
     mock_ctx *mock = su.mock;
-    printf("  seed %llu, capacity %llu KiB%s\n", (unsigned long long)seed, (unsigned long long)(capacity / KiB),
-           mock ? ", mock backend" : "");
+    printf("  seed %llu, capacity %llu KiB%s\n", (unsigned long long)seed,
+           (unsigned long long)(capacity / KiB), mock ? ", mock backend" : "");
     uint64_t rng = seed;
     relo_device_desc dd = fx_desc(RELO_PLACEMENT_PACKED);
     fx f;
@@ -109,7 +109,8 @@ static void run(uint64_t seed, int ops, uint64_t capacity, uint64_t min_refused,
             relo_handle h = {0};
             relo_status st = relo_reserve(f.s, size, &h);
             if (trace)
-                fprintf(stderr, "%d: reserve %llu -> %s\n", op, (unsigned long long)size, relo_status_name(st));
+                fprintf(stderr, "%d: reserve %llu -> %s\n", op, (unsigned long long)size,
+                        relo_status_name(st));
             if (st == RELO_OK) {
                 shadow_add(&m, f.dev, h, size, 0);
             } else {
@@ -168,7 +169,8 @@ CHECK_TEST(random_pressure_refused_copies_on_an_asynchronous_backend)
 
 CHECK_TEST(random_pressure_large_pages_on_granules)
 {
-    run(check_seed() ^ 0x2545F4914F6CDD1Du, 3000, 64 * MiB, 50, 50, (setup){.granule = 2 * MiB, .large = true});
+    run(check_seed() ^ 0x2545F4914F6CDD1Du, 3000, 64 * MiB, 50, 50,
+        (setup){.granule = 2 * MiB, .large = true});
 }
 
 CHECK_MAIN()

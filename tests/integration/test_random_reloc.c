@@ -44,7 +44,7 @@ typedef struct pause {
     const char *call;
     uint64_t size;
     int op;
-    uint64_t moved;  /* bytes the call relocated */
+    uint64_t moved; /* bytes the call relocated */
 } pause;
 
 /* Records a call that began at t0; moved_before is the device's
@@ -124,10 +124,10 @@ static void run(uint64_t seed, int ops, bool sim, relo_placement placement, uint
     m.no_bytes = sim;
     live_graph graphs[GRAPHS_MAX];
     int n_graphs = 0;
-    int rec = -1;           /* the recording stream, or -1 */
-    int rec_ops = 0;        /* operations left in this recording */
+    int rec = -1;    /* the recording stream, or -1 */
+    int rec_ops = 0; /* operations left in this recording */
     bool doomed = false;
-    live_graph cur;         /* what the recording resolved */
+    live_graph cur; /* what the recording resolved */
     pause worst = {0, "none", 0, -1, 0}, reserves = {0, "relo_reserve", 0, 0, 0};
     int n_forbidden = 0, n_captures = 0, n_doomed = 0, n_oom = 0, n_verified = 0;
     bool trace = getenv("RELO_TRACE") != NULL;
@@ -279,18 +279,19 @@ static void run(uint64_t seed, int ops, bool sim, relo_placement placement, uint
      * catch. */
     expect_ge(end.allocations_moved, min_moved);
     expect_ge(end.relocations, 3);
-    printf("  %d ops: %d captures (%d doomed, %d reservations forbidden), %d refused by the device, "
-           "%llu relocations moving %llu allocations (%llu MiB; at least %llu wanted), %llu abandoned, "
-           "%d verifications\n",
-           ops, n_captures, n_doomed, n_forbidden, n_oom, (unsigned long long)end.relocations,
-           (unsigned long long)end.allocations_moved, (unsigned long long)(end.bytes_moved / MiB),
-           (unsigned long long)min_moved,
-           (unsigned long long)end.relocations_abandoned, n_verified);
-    printf("  longest pause: %llu us (%s, size %llu, operation %d, %llu MiB relocated); "
-           "mean relo_reserve %.1f us\n",
-           (unsigned long long)(worst.ns / 1000), worst.call, (unsigned long long)worst.size, worst.op,
-           (unsigned long long)(worst.moved / MiB),
-           reserves.op ? (double)reserves.ns / reserves.op / 1000.0 : 0.0);
+    printf(
+        "  %d ops: %d captures (%d doomed, %d reservations forbidden), %d refused by the device, "
+        "%llu relocations moving %llu allocations (%llu MiB; at least %llu wanted), %llu abandoned, "
+        "%d verifications\n",
+        ops, n_captures, n_doomed, n_forbidden, n_oom, (unsigned long long)end.relocations,
+        (unsigned long long)end.allocations_moved, (unsigned long long)(end.bytes_moved / MiB),
+        (unsigned long long)min_moved, (unsigned long long)end.relocations_abandoned, n_verified);
+    printf(
+        "  longest pause: %llu us (%s, size %llu, operation %d, %llu MiB relocated); "
+        "mean relo_reserve %.1f us\n",
+        (unsigned long long)(worst.ns / 1000), worst.call, (unsigned long long)worst.size, worst.op,
+        (unsigned long long)(worst.moved / MiB),
+        reserves.op ? (double)reserves.ns / reserves.op / 1000.0 : 0.0);
 
     if (!sim) fx_expect_pass_checks(&in_pass, 1);
     while (m.n) shadow_release(&m, f.dev, m.n - 1);

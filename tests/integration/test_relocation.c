@@ -25,8 +25,8 @@ static relo_status open_with_capacity(fx *f, uint64_t capacity, bool two)
  * which grows the arena from 2 MiB to 11 MiB pages and leaves the small
  * allocation on an outdated page; *before is where that allocation sits.
  * False, with the failing step recorded, when a step fails. */
-static bool open_grown(fx *f, const relo_host_desc *hd, uint64_t small, uint8_t byte,
-                       relo_handle *a, relo_handle *b, relo_binding *before)
+static bool open_grown(fx *f, const relo_host_desc *hd, uint64_t small, uint8_t byte, relo_handle *a,
+                       relo_handle *b, relo_binding *before)
 {
     relo_status opened = fx_open(f, hd, FX_ADAPTIVE);
     expect_ok(opened);
@@ -227,21 +227,21 @@ CHECK_TEST(b30_pressure_rule)
     expect_true(relo__testing_pressure_high(24 * MiB, 17 * MiB, 4 * MiB));
     expect_true(!relo__testing_pressure_high(24 * MiB, 16 * MiB, 4 * MiB)); /* 20 > 20 is false */
     expect_true(relo__testing_pressure_high(24 * MiB, 16 * MiB + 1, 4 * MiB));
-    expect_true(relo__testing_pressure_high(3 * MiB, 0, 4 * MiB));           /* capacity − page saturates */
+    expect_true(relo__testing_pressure_high(3 * MiB, 0, 4 * MiB)); /* capacity − page saturates */
     expect_true(relo__testing_pressure_high(UINT64_MAX, UINT64_MAX - MiB, 4 * MiB)); /* no wrap */
 
     fx f;
     require_ok(open_with_capacity(&f, 24 * MiB, false));
     relo_handle h[5];
-    h[0] = fx_reserve(f.s, 1 * MiB);  /* 2 MiB page */
-    h[1] = fx_reserve(f.s, 3 * MiB);  /* grows to 4 MiB pages: held 6 */
-    h[2] = fx_reserve(f.s, 3 * MiB);  /* held 10 */
+    h[0] = fx_reserve(f.s, 1 * MiB); /* 2 MiB page */
+    h[1] = fx_reserve(f.s, 3 * MiB); /* grows to 4 MiB pages: held 6 */
+    h[2] = fx_reserve(f.s, 3 * MiB); /* held 10 */
     expect_eq(relo__testing_page_size(f.s), 4 * MiB);
     expect_eq(fx_dev_stats(f.dev).bytes_reserved, 10 * MiB);
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_NONE);
-    h[3] = fx_reserve(f.s, 3 * MiB);  /* held 14 */
+    h[3] = fx_reserve(f.s, 3 * MiB); /* held 14 */
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_NONE);
-    h[4] = fx_reserve(f.s, 3 * MiB);  /* held 18 */
+    h[4] = fx_reserve(f.s, 3 * MiB); /* held 18 */
     expect_eq(fx_dev_stats(f.dev).bytes_reserved, 18 * MiB);
     expect_eq(fx_dev_stats(f.dev).relocations, 0);
     expect_eq(relo__testing_trigger(f.s), RELO_REASON_MEMORY_PRESSURE);

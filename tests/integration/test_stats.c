@@ -20,8 +20,7 @@ typedef struct mixed {
 static void reserve_mixed(mixed *m, relo_stream *s, uint64_t scale)
 {
     static const uint64_t dyn[] = {100, 4096, 0, 1 * MiB, 10 * MiB, 512 * KiB};
-    for (size_t i = 0; i < sizeof dyn / sizeof dyn[0]; i++)
-        m->h[m->n++] = fx_reserve(s, dyn[i] * scale);
+    for (size_t i = 0; i < sizeof dyn / sizeof dyn[0]; i++) m->h[m->n++] = fx_reserve(s, dyn[i] * scale);
     expect_ok(relo_mode_push(s, RELO_MODE_PERSISTENT));
     m->h[m->n++] = fx_reserve(s, 1000 * scale);
     expect_ok(relo_mode_push(s, RELO_MODE_DEDICATED));
@@ -38,9 +37,15 @@ static void release_mixed(relo_device *d, mixed *m)
 
 /* The fields that are sums over streams. (Peak and relocation counters are
  * device-wide events and are not compared.) */
-#define ADDITIVE(X)                                                            \
-    X(allocations) X(bytes_in_use) X(bytes_padding) X(bytes_reserved) X(pages) \
-    X(outdated_pages) X(bytes_outdated) X(guarded_pages)
+#define ADDITIVE(X)   \
+    X(allocations)    \
+    X(bytes_in_use)   \
+    X(bytes_padding)  \
+    X(bytes_reserved) \
+    X(pages)          \
+    X(outdated_pages) \
+    X(bytes_outdated) \
+    X(guarded_pages)
 
 static void expect_sum(relo_stats dev, relo_stats a, relo_stats b)
 {
@@ -160,8 +165,8 @@ typedef enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
 typedef struct jval {
     jtype type;
     double num;
-    char *str;            /* J_STR */
-    struct jval *items;   /* J_ARR: values; J_OBJ: values, keys in keys */
+    char *str;          /* J_STR */
+    struct jval *items; /* J_ARR: values; J_OBJ: values, keys in keys */
     char **keys;
     size_t n;
 } jval;
@@ -193,13 +198,22 @@ static char *jstring(jparser *j)
     char *s = malloc(cap);
     while (j->p < j->end && *j->p != '"') {
         char c = *j->p++;
-        if ((unsigned char)c < 0x20) { free(s); return NULL; }
+        if ((unsigned char)c < 0x20) {
+            free(s);
+            return NULL;
+        }
         if (c == '\\') {
-            if (j->p >= j->end) { free(s); return NULL; }
+            if (j->p >= j->end) {
+                free(s);
+                return NULL;
+            }
             char e = *j->p++;
             if (e == 'u') {
                 for (int i = 0; i < 4; i++)
-                    if (j->p >= j->end || !isxdigit((unsigned char)*j->p++)) { free(s); return NULL; }
+                    if (j->p >= j->end || !isxdigit((unsigned char)*j->p++)) {
+                        free(s);
+                        return NULL;
+                    }
                 c = '?';
             } else if (strchr("\"\\/bfnrt", e)) {
                 c = e;
@@ -211,7 +225,10 @@ static char *jstring(jparser *j)
         if (n + 2 > cap) s = realloc(s, cap *= 2);
         s[n++] = c;
     }
-    if (j->p >= j->end) { free(s); return NULL; }
+    if (j->p >= j->end) {
+        free(s);
+        return NULL;
+    }
     j->p++;
     s[n] = 0;
     return s;
@@ -224,8 +241,10 @@ static bool jnumber(jparser *j, jval *v)
     const char *s = j->p;
     if (j->p < j->end && *j->p == '-') j->p++;
     if (j->p >= j->end || !isdigit((unsigned char)*j->p)) return false;
-    if (*j->p == '0') j->p++;
-    else while (j->p < j->end && isdigit((unsigned char)*j->p)) j->p++;
+    if (*j->p == '0')
+        j->p++;
+    else
+        while (j->p < j->end && isdigit((unsigned char)*j->p)) j->p++;
     if (j->p < j->end && *j->p == '.') {
         j->p++;
         if (j->p >= j->end || !isdigit((unsigned char)*j->p)) return false;
@@ -248,7 +267,10 @@ static bool jcontainer(jparser *j, jval *v, bool object)
     v->type = object ? J_OBJ : J_ARR;
     j->p++;
     jws(j);
-    if (j->p < j->end && *j->p == close) { j->p++; return true; }
+    if (j->p < j->end && *j->p == close) {
+        j->p++;
+        return true;
+    }
     size_t cap = 0;
     for (;;) {
         if (v->n == cap) {
@@ -262,7 +284,10 @@ static bool jcontainer(jparser *j, jval *v, bool object)
             if (!k) return false;
             v->keys[v->n] = k;
             jws(j);
-            if (j->p >= j->end || *j->p++ != ':') { free(k); return false; }
+            if (j->p >= j->end || *j->p++ != ':') {
+                free(k);
+                return false;
+            }
         }
         memset(&v->items[v->n], 0, sizeof v->items[v->n]);
         if (!jvalue(j, &v->items[v->n])) {
@@ -272,8 +297,14 @@ static bool jcontainer(jparser *j, jval *v, bool object)
         v->n++;
         jws(j);
         if (j->p >= j->end) return false;
-        if (*j->p == ',') { j->p++; continue; }
-        if (*j->p == close) { j->p++; return true; }
+        if (*j->p == ',') {
+            j->p++;
+            continue;
+        }
+        if (*j->p == close) {
+            j->p++;
+            return true;
+        }
         return false;
     }
 }
@@ -283,13 +314,24 @@ static bool jvalue(jparser *j, jval *v)
     if (++j->depth > 64) return false;
     jws(j);
     bool ok = false;
-    if (j->p >= j->end) ok = false;
-    else if (*j->p == '{') ok = jcontainer(j, v, true);
-    else if (*j->p == '[') ok = jcontainer(j, v, false);
-    else if (*j->p == '"') { v->type = J_STR; v->str = jstring(j); ok = v->str != NULL; }
-    else if (jlit(j, "true") || jlit(j, "false")) { v->type = J_BOOL; ok = true; }
-    else if (jlit(j, "null")) { v->type = J_NULL; ok = true; }
-    else ok = jnumber(j, v);
+    if (j->p >= j->end)
+        ok = false;
+    else if (*j->p == '{')
+        ok = jcontainer(j, v, true);
+    else if (*j->p == '[')
+        ok = jcontainer(j, v, false);
+    else if (*j->p == '"') {
+        v->type = J_STR;
+        v->str = jstring(j);
+        ok = v->str != NULL;
+    } else if (jlit(j, "true") || jlit(j, "false")) {
+        v->type = J_BOOL;
+        ok = true;
+    } else if (jlit(j, "null")) {
+        v->type = J_NULL;
+        ok = true;
+    } else
+        ok = jnumber(j, v);
     j->depth--;
     return ok;
 }
@@ -311,9 +353,15 @@ static bool jparse(const char *text, size_t len, jval *out)
 {
     jparser j = {text, text + len, 0, true};
     memset(out, 0, sizeof *out);
-    if (!jvalue(&j, out)) { jfree(out); return false; }
+    if (!jvalue(&j, out)) {
+        jfree(out);
+        return false;
+    }
     jws(&j);
-    if (j.p != j.end) { jfree(out); return false; }
+    if (j.p != j.end) {
+        jfree(out);
+        return false;
+    }
     return true;
 }
 
@@ -386,8 +434,8 @@ CHECK_TEST(b47_report_json_lists_every_pool)
     require_true(streams && streams->type == J_ARR);
     expect_eq(streams->n, 2);
 
-    static const char *const keys[] = {"page_size", "pages", "outdated_pages", "guarded_pages",
-                                       "bytes_in_use", "bytes_reserved"};
+    static const char *const keys[] = {"page_size",     "pages",        "outdated_pages",
+                                       "guarded_pages", "bytes_in_use", "bytes_reserved"};
     double sum[6] = {0};
     int small = 0, outdated2 = 0, current11 = 0, pools = 0;
     for (size_t s = 0; s < streams->n; s++) {

@@ -47,7 +47,7 @@ enum { WORKERS = 8, STREAMS = 4, SLOTS = 64, MIN_MOVED = 1000 };
 /* One shared allocation slot: its handle and key, published by the owner.
  * The owner writes the bytes before it publishes the handle. */
 typedef struct shared {
-    _Atomic uint64_t id;      /* relo_handle.id, 0 = empty */
+    _Atomic uint64_t id; /* relo_handle.id, 0 = empty */
     _Atomic uint64_t key;
     _Atomic uint64_t size;
 } shared;
@@ -58,12 +58,12 @@ typedef struct stress {
     shared table[WORKERS][SLOTS];
     atomic_int failures;
     atomic_bool stop;
-    fx_pass_checks in_pass;               /* the streams' finishes */
-    _Atomic uint64_t pass_seq;            /* odd while the mover's pass is open */
-    atomic_bool check_wanted;             /* the mover waits for a check inside its pass */
+    fx_pass_checks in_pass;    /* the streams' finishes */
+    _Atomic uint64_t pass_seq; /* odd while the mover's pass is open */
+    atomic_bool check_wanted;  /* the mover waits for a check inside its pass */
     _Atomic uint64_t checks, checks_in_open_pass, checks_by_mover;
     _Atomic uint64_t launches, pins_refused, bytes_checked, passes, runtime_copied;
-    _Atomic uint64_t largest;  /* the next growing request */
+    _Atomic uint64_t largest; /* the next growing request */
     double seconds;
     relo_placement placement;
 } stress;
@@ -208,7 +208,8 @@ static void *mover_main(void *arg)
         relo_stats ds;
         double t = now_s() - start;
         if (relo_device_stats(st->dev, &ds) == RELO_OK &&
-            ((t >= st->seconds && ds.allocations_moved >= MIN_MOVED && atomic_load(&st->runtime_copied) > 0) ||
+            ((t >= st->seconds && ds.allocations_moved >= MIN_MOVED &&
+              atomic_load(&st->runtime_copied) > 0) ||
              t >= 60 * st->seconds)) {
             atomic_store(&st->stop, true);
             break;
@@ -303,16 +304,18 @@ static void run(relo_placement placement)
     relo_stats ds;
     expect_ok(relo_device_check(st.dev));
     expect_ok(relo_device_stats(st.dev, &ds));
-    printf("%s: %llu launches, %llu MiB checked through pinned bindings, %llu passes (%llu moves copied by "
-           "the runtime), %llu allocations moved, %llu live at the end, seed %llu\n",
-           relo_placement_name(placement), (unsigned long long)st.launches,
-           (unsigned long long)(st.bytes_checked / MiB), (unsigned long long)st.passes,
-           (unsigned long long)st.runtime_copied, (unsigned long long)ds.allocations_moved,
-           (unsigned long long)live, (unsigned long long)seed);
-    printf("relo_device_check: %llu on the checker thread (%llu inside an open pass), %llu by the mover inside "
-           "its passes\n",
-           (unsigned long long)st.checks, (unsigned long long)st.checks_in_open_pass,
-           (unsigned long long)st.checks_by_mover);
+    printf(
+        "%s: %llu launches, %llu MiB checked through pinned bindings, %llu passes (%llu moves copied by "
+        "the runtime), %llu allocations moved, %llu live at the end, seed %llu\n",
+        relo_placement_name(placement), (unsigned long long)st.launches,
+        (unsigned long long)(st.bytes_checked / MiB), (unsigned long long)st.passes,
+        (unsigned long long)st.runtime_copied, (unsigned long long)ds.allocations_moved,
+        (unsigned long long)live, (unsigned long long)seed);
+    printf(
+        "relo_device_check: %llu on the checker thread (%llu inside an open pass), %llu by the mover inside "
+        "its passes\n",
+        (unsigned long long)st.checks, (unsigned long long)st.checks_in_open_pass,
+        (unsigned long long)st.checks_by_mover);
     fx_expect_pass_checks(&st.in_pass, 1);
     expect_gt(atomic_load(&st.checks_in_open_pass), 0);
     expect_gt(atomic_load(&st.checks_by_mover), 0);

@@ -59,11 +59,11 @@
 
 enum {
     THREADS = 4,
-    HELD = 16,             /* allocations a thread owns at most */
-    BORROWED = 4,          /* allocations of others a thread holds at most */
-    EPOCH_OPS = 300,       /* operations of one thread in one epoch */
-    WINDOW = 512,          /* bytes checked at the head and at the tail */
-    EPOCH_MIN_MOVED = 10,  /* allocations an ADAPTIVE epoch moves at least */
+    HELD = 16,            /* allocations a thread owns at most */
+    BORROWED = 4,         /* allocations of others a thread holds at most */
+    EPOCH_OPS = 300,      /* operations of one thread in one epoch */
+    WINDOW = 512,         /* bytes checked at the head and at the tail */
+    EPOCH_MIN_MOVED = 10, /* allocations an ADAPTIVE epoch moves at least */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -127,9 +127,9 @@ typedef struct epoch {
     pthread_mutex_t table_lock;
     entry table[THREADS][HELD];
     atomic_int failures;
-    fx_pass_checks in_pass;      /* checks from the streams' finishes */
-    atomic_bool workers_done;    /* stops the checker thread */
-    _Atomic uint64_t checks;     /* checks the checker thread made */
+    fx_pass_checks in_pass;   /* checks from the streams' finishes */
+    atomic_bool workers_done; /* stops the checker thread */
+    _Atomic uint64_t checks;  /* checks the checker thread made */
 } epoch;
 
 /* An allocation of another thread this thread retained. */
@@ -148,7 +148,7 @@ typedef struct worker {
     uint64_t rng;
     loan loans[BORROWED];
     int n_loans;
-    uint64_t moved_seen;       /* the device's allocations_moved at the last check */
+    uint64_t moved_seen; /* the device's allocations_moved at the last check */
     /* Counts for the report. */
     uint64_t ops, reclaims, oom, borrows, bytes_checked, binding_checks, move_checks;
 } worker;
@@ -168,7 +168,10 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static uint8_t pat(uint8_t seed, uint64_t off) { return (uint8_t)(seed + off * 7u + (off >> 8)); }
+static uint8_t pat(uint8_t seed, uint64_t off)
+{
+    return (uint8_t)(seed + off * 7u + (off >> 8));
+}
 
 /* Mixed sizes: a third in the small pool, most of the rest on arena pages,
  * and some near the top, which ramps from 2 MiB to 10 MiB over the epoch so
@@ -179,20 +182,29 @@ static uint64_t pick(uint64_t *rng, double progress)
     uint64_t top = 2 * MIB + (uint64_t)(progress * (double)(8 * MIB));
     switch (r % 16) {
     case 0: return 0;
-    case 1: case 2: case 3: case 4: return 1 + (r >> 8) % 4096;
-    case 5: case 6: return 4096 + (r >> 8) % (60 * KIB);
-    case 7: case 8: case 9: case 10: case 11: return 64 * KIB + (r >> 8) % (448 * KIB);
-    case 12: case 13: return 512 * KIB + (r >> 8) % (512 * KIB);
+    case 1:
+    case 2:
+    case 3:
+    case 4: return 1 + (r >> 8) % 4096;
+    case 5:
+    case 6: return 4096 + (r >> 8) % (60 * KIB);
+    case 7:
+    case 8:
+    case 9:
+    case 10:
+    case 11: return 64 * KIB + (r >> 8) % (448 * KIB);
+    case 12:
+    case 13: return 512 * KIB + (r >> 8) % (512 * KIB);
     default: return top / 2 + (r >> 8) % (top / 2);
     }
 }
 
-#define FAIL(w, ...)                                                           \
-    do {                                                                       \
-        fprintf(stderr, "thread %d: ", (w)->id);                               \
-        fprintf(stderr, __VA_ARGS__);                                          \
-        fputc('\n', stderr);                                                   \
-        atomic_fetch_add(&(w)->ep->failures, 1);                               \
+#define FAIL(w, ...)                             \
+    do {                                         \
+        fprintf(stderr, "thread %d: ", (w)->id); \
+        fprintf(stderr, __VA_ARGS__);            \
+        fputc('\n', stderr);                     \
+        atomic_fetch_add(&(w)->ep->failures, 1); \
     } while (0)
 
 /* The head and tail windows of an allocation of size bytes. */
@@ -472,15 +484,22 @@ static void *run(void *arg)
         bool ok = true;
         w->ops++;
         switch (r % 20) {
-        case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8:
-            ok = op_reserve(w, r, progress);
-            break;
-        case 9: case 10: case 11: case 12: case 13:
-            ok = op_release(w, r);
-            break;
-        case 14: case 15:
-            ok = op_borrow(w, r);
-            break;
+        case 0:
+        case 1:
+        case 2:
+        case 3:
+        case 4:
+        case 5:
+        case 6:
+        case 7:
+        case 8: ok = op_reserve(w, r, progress); break;
+        case 9:
+        case 10:
+        case 11:
+        case 12:
+        case 13: ok = op_release(w, r); break;
+        case 14:
+        case 15: ok = op_borrow(w, r); break;
         case 16:
             if (w->n_loans) ok = give_back(w, (int)((r >> 8) % (uint64_t)w->n_loans));
             break;
@@ -602,7 +621,8 @@ static void run_epoch(uint64_t capacity, relo_placement placement, uint64_t seed
     expect_ok(relo_device_check(ep->device));
     expect_ok(relo_device_stats(ep->device, &st));
     expect_eq(st.allocations, 0);
-    if (t->epochs == 0 || st.allocations_moved < t->min_epoch_moved) t->min_epoch_moved = st.allocations_moved;
+    if (t->epochs == 0 || st.allocations_moved < t->min_epoch_moved)
+        t->min_epoch_moved = st.allocations_moved;
     t->moved += st.allocations_moved;
     t->relocations += st.relocations;
     t->epochs++;
@@ -638,16 +658,17 @@ static void run_threads(uint64_t capacity, relo_placement placement)
             break;
         }
     } while (now_s() < end);
-    printf("%llu epochs, %llu operations, %llu reclaims, %llu refused, %llu borrows; "
-           "%llu allocations moved in %llu relocations (fewest in one epoch %llu); "
-           "%llu bytes checked, %llu checks through bindings, %llu checks after moves; "
-           "relo_device_check: %llu inside passes, %llu on the checker thread\n",
-           (unsigned long long)t.epochs, (unsigned long long)t.ops, (unsigned long long)t.reclaims,
-           (unsigned long long)t.oom, (unsigned long long)t.borrows, (unsigned long long)t.moved,
-           (unsigned long long)t.relocations, (unsigned long long)t.min_epoch_moved,
-           (unsigned long long)t.bytes_checked, (unsigned long long)t.binding_checks,
-           (unsigned long long)t.move_checks, (unsigned long long)t.checks_in_pass,
-           (unsigned long long)t.checks_beside);
+    printf(
+        "%llu epochs, %llu operations, %llu reclaims, %llu refused, %llu borrows; "
+        "%llu allocations moved in %llu relocations (fewest in one epoch %llu); "
+        "%llu bytes checked, %llu checks through bindings, %llu checks after moves; "
+        "relo_device_check: %llu inside passes, %llu on the checker thread\n",
+        (unsigned long long)t.epochs, (unsigned long long)t.ops, (unsigned long long)t.reclaims,
+        (unsigned long long)t.oom, (unsigned long long)t.borrows, (unsigned long long)t.moved,
+        (unsigned long long)t.relocations, (unsigned long long)t.min_epoch_moved,
+        (unsigned long long)t.bytes_checked, (unsigned long long)t.binding_checks,
+        (unsigned long long)t.move_checks, (unsigned long long)t.checks_in_pass,
+        (unsigned long long)t.checks_beside);
     expect_gt(t.checks_beside, 0);
     /* The default placement relocates, and each relocation checks inside
      * its pass. */
@@ -655,10 +676,19 @@ static void run_threads(uint64_t capacity, relo_placement placement)
 }
 
 /* Capacity unknown: relocation on explicit reclaims only. */
-CHECK_TEST(threads_unbounded) { run_threads(0, RELO_PLACEMENT_DEFAULT); }
+CHECK_TEST(threads_unbounded)
+{
+    run_threads(0, RELO_PLACEMENT_DEFAULT);
+}
 /* Capacity 96 MiB: pressure relocations and refused pages too. */
-CHECK_TEST(threads_pressure) { run_threads(96 * MIB, RELO_PLACEMENT_DEFAULT); }
+CHECK_TEST(threads_pressure)
+{
+    run_threads(96 * MIB, RELO_PLACEMENT_DEFAULT);
+}
 /* The exclusive placement: locking only, nothing may move. */
-CHECK_TEST(threads_exclusive) { run_threads(0, RELO_PLACEMENT_EXCLUSIVE); }
+CHECK_TEST(threads_exclusive)
+{
+    run_threads(0, RELO_PLACEMENT_EXCLUSIVE);
+}
 
 CHECK_MAIN()

@@ -54,9 +54,18 @@ typedef struct step {
     uint64_t stream;
 } step;
 
-#define A(size) {false, 0, (size), 0}
-#define A_ON(size, stream) {false, 0, (size), (stream)}
-#define F(id) {true, (id), 0, 0}
+#define A(size)             \
+    {                       \
+        false, 0, (size), 0 \
+    }
+#define A_ON(size, stream)         \
+    {                              \
+        false, 0, (size), (stream) \
+    }
+#define F(id)            \
+    {                    \
+        true, (id), 0, 0 \
+    }
 /* The steps given, then their count: the last two arguments of play(). */
 #define STEPS(...) (const step[]){__VA_ARGS__}, sizeof((const step[]){__VA_ARGS__}) / sizeof(step)
 
@@ -101,8 +110,8 @@ CHECK_TEST(sorted_index_orders_and_finds)
     require_true(sorted_index_insert(&s, 10, 2, 9));
     require_true(sorted_index_insert(&s, 20, 0, 10));
     expect_eq(s.count, 4);
-    expect_eq(s.v[0].id, 9);   /* (10,2) */
-    expect_eq(s.v[1].id, 8);   /* (10,5) */
+    expect_eq(s.v[0].id, 9); /* (10,2) */
+    expect_eq(s.v[1].id, 8); /* (10,5) */
     expect_eq(sorted_index_lower_bound(&s, 10, 3), 1);
     expect_eq(sorted_index_lower_bound(&s, 11, 0), 2);
     expect_eq(sorted_index_lower_bound(&s, 31, 0), 4);
@@ -129,7 +138,10 @@ CHECK_TEST(names_parse_both_ways)
 CHECK_TEST(classic_rounds_to_512_bytes)
 {
     /* 2048 × 700 B and 4096 × 1 B both round to 2 MiB. */
-    static const struct { uint64_t size; uint32_t fill; } cases[] = {{700, 2048}, {1, 4096}};
+    static const struct {
+        uint64_t size;
+        uint32_t fill;
+    } cases[] = {{700, 2048}, {1, 4096}};
     for (int k = 0; k < BASELINE_KIND_COUNT; k++) {
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
             hand h;
@@ -145,12 +157,14 @@ CHECK_TEST(classic_rounds_to_512_bytes)
 
 CHECK_TEST(classic_segment_sizes)
 {
-    static const struct { uint64_t size, segment; } cases[] = {
-        {1, 2 * MiB},                    /* small pool */
-        {MiB, 2 * MiB},                  /* still small */
-        {MiB + 1, 20 * MiB},             /* large pool, under 10 MiB */
+    static const struct {
+        uint64_t size, segment;
+    } cases[] = {
+        {1, 2 * MiB},        /* small pool */
+        {MiB, 2 * MiB},      /* still small */
+        {MiB + 1, 20 * MiB}, /* large pool, under 10 MiB */
         {10 * MiB - 512, 20 * MiB},
-        {10 * MiB, 10 * MiB},            /* 10 MiB and above: rounded to 2 MiB */
+        {10 * MiB, 10 * MiB}, /* 10 MiB and above: rounded to 2 MiB */
         {11 * MiB + 1, 12 * MiB},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -170,14 +184,12 @@ CHECK_TEST(classic_splits_large_rest_over_1_mib)
     /* 4 + 4 + 12 fill the 20 MiB segment; 3 MiB takes the free first 4 MiB
      * and its 1 MiB rest stays inside. */
     expect_eq(play(BASELINE_PYTORCH, 0,
-                   STEPS(A(4 * MiB), A(4 * MiB), A(12 * MiB), F(0), A(3 * MiB), F(1),
-                         A(5 * MiB)))
+                   STEPS(A(4 * MiB), A(4 * MiB), A(12 * MiB), F(0), A(3 * MiB), F(1), A(5 * MiB)))
                   .peak_reserved,
               40 * MiB);
     /* A rest of 1 MiB + 512 B is split off, and merges with the next. */
     expect_eq(play(BASELINE_PYTORCH, 0,
-                   STEPS(A(4 * MiB), A(4 * MiB), A(12 * MiB), F(0), A(3 * MiB - 512), F(1),
-                         A(5 * MiB)))
+                   STEPS(A(4 * MiB), A(4 * MiB), A(12 * MiB), F(0), A(3 * MiB - 512), F(1), A(5 * MiB)))
                   .peak_reserved,
               20 * MiB);
 }
@@ -191,8 +203,7 @@ CHECK_TEST(classic_keeps_streams_apart)
  * 10 MiB request fits the 20 MiB segment. */
 CHECK_TEST(classic_merges_free_neighbours)
 {
-    expect_eq(play(BASELINE_PYTORCH, 0,
-                   STEPS(A(5 * MiB), A(5 * MiB), A(5 * MiB), F(0), F(1), A(9 * MiB)))
+    expect_eq(play(BASELINE_PYTORCH, 0, STEPS(A(5 * MiB), A(5 * MiB), A(5 * MiB), F(0), F(1), A(9 * MiB)))
                   .peak_reserved,
               20 * MiB);
 }
@@ -203,8 +214,7 @@ CHECK_TEST(classic_takes_best_fit)
 {
     /* The last 8 MiB fills the segment. */
     expect_eq(play(BASELINE_PYTORCH, 0,
-                   STEPS(A(6 * MiB), A(2 * MiB), A(4 * MiB), A(8 * MiB), F(0), F(2), A(4 * MiB),
-                         A(6 * MiB)))
+                   STEPS(A(6 * MiB), A(2 * MiB), A(4 * MiB), A(8 * MiB), F(0), F(2), A(4 * MiB), A(6 * MiB)))
                   .peak_reserved,
               20 * MiB);
 }
@@ -253,7 +263,9 @@ CHECK_TEST(classic_fit_lies_within_tolerance)
  * rounded request only. */
 CHECK_TEST(expandable_maps_whole_pages)
 {
-    static const struct { uint64_t size, mapped; } cases[] = {
+    static const struct {
+        uint64_t size, mapped;
+    } cases[] = {
         {1, 2 * MiB}, {MiB, 2 * MiB}, {MiB + 1, 20 * MiB}, {10 * MiB, 20 * MiB}, {25 * MiB, 40 * MiB},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
@@ -312,12 +324,11 @@ CHECK_TEST(expandable_range_is_memory_and_an_eighth)
 /* Expandable keeps streams apart too, and splits any rest of 512 B. */
 CHECK_TEST(expandable_streams_and_small_rests)
 {
-    expect_eq(play(BASELINE_PYTORCH_EXPANDABLE, 0, STEPS(A(KiB), A_ON(KiB, 3))).peak_reserved,
-              4 * MiB);
+    expect_eq(play(BASELINE_PYTORCH_EXPANDABLE, 0, STEPS(A(KiB), A_ON(KiB, 3))).peak_reserved, 4 * MiB);
     /* 1.5 MiB fits the 2 MiB rest of the first page. */
-    expect_eq(play(BASELINE_PYTORCH_EXPANDABLE, 0, STEPS(A(20 * MiB - 2 * MiB), A(3 * MiB / 2)))
-                  .peak_reserved,
-              20 * MiB);
+    expect_eq(
+        play(BASELINE_PYTORCH_EXPANDABLE, 0, STEPS(A(20 * MiB - 2 * MiB), A(3 * MiB / 2))).peak_reserved,
+        20 * MiB);
 }
 
 CHECK_TEST(expandable_fit_completes)

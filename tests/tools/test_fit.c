@@ -43,7 +43,7 @@ CHECK_TEST(steps_by_the_granule_of_the_sim_and_host_backends)
     expect_eq(fit_capacity_step(&cfg), 2 * MiB);
     cfg.backend = REPLAY_BACKEND_OPENCL; /* its driver's rounding is not known */
     expect_eq(fit_capacity_step(&cfg), 1);
-    cfg = sim_config(0);                 /* the backend's own default: not known here */
+    cfg = sim_config(0); /* the backend's own default: not known here */
     expect_eq(fit_capacity_step(&cfg), 1);
 }
 

@@ -26,7 +26,10 @@ static void cycles_of(trace *t, uint32_t cycles, uint64_t size)
     }
 }
 
-static bool near(double a, double b) { return fabs(a - b) < 1e-9; }
+static bool near(double a, double b)
+{
+    return fabs(a - b) < 1e-9;
+}
 
 CHECK_TEST(each_buffer_short_of_one_per_cycle_holds_through_a_trough)
 {

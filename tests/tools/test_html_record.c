@@ -16,10 +16,14 @@
  * grows the arena's pages, then more work under pressure. */
 static void tiny(trace *t)
 {
-    static const struct { char kind; uint32_t id; uint64_t size; } ev[] = {
-        {'a', 0, MiB}, {'a', 1, 4096}, {'a', 2, 10 * MiB}, {'f', 1, 4096}, {'a', 3, MiB},
-        {'a', 4, 2 * MiB}, {'f', 2, 10 * MiB}, {'a', 5, 3 * MiB}, {'a', 6, 0}, {'f', 3, MiB},
-        {'f', 4, 2 * MiB}, {'f', 5, 3 * MiB}, {'f', 6, 0}, {'f', 0, MiB},
+    static const struct {
+        char kind;
+        uint32_t id;
+        uint64_t size;
+    } ev[] = {
+        {'a', 0, MiB},     {'a', 1, 4096},     {'a', 2, 10 * MiB}, {'f', 1, 4096}, {'a', 3, MiB},
+        {'a', 4, 2 * MiB}, {'f', 2, 10 * MiB}, {'a', 5, 3 * MiB},  {'a', 6, 0},    {'f', 3, MiB},
+        {'f', 4, 2 * MiB}, {'f', 5, 3 * MiB},  {'f', 6, 0},        {'f', 0, MiB},
     };
     trace_init(t);
     trace_set_name_from_path(t, "tiny.trace");
@@ -41,7 +45,7 @@ CHECK_TEST(records_moves_and_page_maps)
     memset(&cfg, 0, sizeof cfg);
     cfg.capacity = 40 * MiB;
     cfg.placement = RELO_PLACEMENT_ADAPTIVE; /* its growth relocates on this trace, */
-    cfg.granule = 1;               /* on a device that charges plain bytes */
+    cfg.granule = 1;                         /* on a device that charges plain bytes */
     cfg.record = true;
     cfg.observer = &rec.observer;
     replay_result r;
@@ -53,7 +57,7 @@ CHECK_TEST(records_moves_and_page_maps)
     expect_eq(x->event, 4);
     expect_eq(x->allocations_moved, r.stats.allocations_moved);
     require_eq(x->move_count, 1);
-    expect_eq(x->moves_seen, 1);          /* every move seen is listed here */
+    expect_eq(x->moves_seen, 1); /* every move seen is listed here */
     expect_eq(rec.relocations_unlisted, 0);
     const html_move *m = &rec.moves[x->first_move];
     expect_eq(m->alloc, 0);

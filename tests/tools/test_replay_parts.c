@@ -30,9 +30,9 @@ CHECK_TEST(parses_byte_counts)
     expect_true(!units_parse_bytes("M", &v));
     expect_true(!units_parse_bytes("12Q", &v));
     expect_true(!units_parse_bytes("-1", &v));
-    expect_true(!units_parse_bytes("0.5", &v));               /* half a byte */
+    expect_true(!units_parse_bytes("0.5", &v)); /* half a byte */
     expect_true(!units_parse_bytes("99999999999999999999", &v));
-    expect_true(!units_parse_bytes("16777216T", &v));         /* 2^64 */
+    expect_true(!units_parse_bytes("16777216T", &v)); /* 2^64 */
 }
 
 CHECK_TEST(formats_byte_counts)
@@ -89,9 +89,10 @@ CHECK_TEST(sampler_with_few_events_keeps_each)
 
 CHECK_TEST(parses_options)
 {
-    char *argv[] = {"relo-replay", "--backend", "host", "a.trace", "--capacity=24M", "--cache-limit",
-                    "never", "--no-relocation", "--placement", "packed", "--json", "b.trace",
-                    "--svg", "x.svg", NULL};
+    char *argv[] = {"relo-replay",    "--backend",     "host",   "a.trace",
+                    "--capacity=24M", "--cache-limit", "never",  "--no-relocation",
+                    "--placement",    "packed",        "--json", "b.trace",
+                    "--svg",          "x.svg",         NULL};
     options o;
     require_eq(options_parse(14, argv, &o), OPTIONS_RUN);
     expect_eq(o.backend, REPLAY_BACKEND_HOST);

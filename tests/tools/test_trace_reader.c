@@ -157,7 +157,8 @@ CHECK_TEST(rejects_non_numeric_fields)
 
 CHECK_TEST(rejects_numbers_over_64_bits)
 {
-    expect_true(rejects("a 1 18446744073709551616\n", 1, "size '18446744073709551616' does not fit in 64 bits"));
+    expect_true(
+        rejects("a 1 18446744073709551616\n", 1, "size '18446744073709551616' does not fit in 64 bits"));
     expect_true(rejects("a 1 99999999999999999999999999\n", 1, "does not fit in 64 bits"));
     expect_true(rejects("a 18446744073709551616 1\n", 1, "id '18446744073709551616' does not fit"));
     expect_true(rejects("a 1 1 18446744073709551616\n", 1, "stream"));
@@ -338,16 +339,19 @@ CHECK_TEST(rmm_rejects_bad_lines)
                         "no events (no allocate line)")); /* the free is skipped */
     expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x10,-5,0\n", 2,
                         "Size '-5' is negative"));
-    expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x10,5,0\n1,t,allocate,16,5,0\n", 3,
-                        "still live"));
-    expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,grab,0x10,5,0\n", 2, "unknown action 'grab'"));
+    expect_true(
+        rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x10,5,0\n1,t,allocate,16,5,0\n", 3,
+                "still live"));
+    expect_true(
+        rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,grab,0x10,5,0\n", 2, "unknown action 'grab'"));
     expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x10,five,0\n", 2,
                         "Size 'five' is not a number"));
     expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0xzz,5,0\n", 2,
                         "Pointer '0xzz' is not a number"));
-    expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x10\n", 2, "missing field 'Size'"));
-    expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x10,99999999999999999999,0\n", 2,
-                        "does not fit in 64 bits"));
+    expect_true(
+        rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x10\n", 2, "missing field 'Size'"));
+    expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x10,99999999999999999999,0\n",
+                        2, "does not fit in 64 bits"));
     expect_true(rejects("Thread,Time,Action,Size\n1,t,allocate,5\n", 1, "lacks the column 'Pointer'"));
     expect_true(rejects("Thread,Time,Action,Pointer,Size,Stream\n", 0, "no events"));
     trace t;
@@ -359,13 +363,14 @@ CHECK_TEST(rmm_rejects_bad_lines)
 
 CHECK_TEST(rmm_counts_skipped_frees_deallocate_and_size_mismatches)
 {
-    static const char log[] = "Thread,Time,Action,Pointer,Size,Stream\n"
-                              "1,t,free,0x90,64,0\n"          /* allocated before the log began */
-                              "1,t,allocate,0x10,100,0\n"
-                              "1,t,deallocate,0x10,100,0\n"
-                              "1,t,allocate,0x10,300,0\n"
-                              "1,t,free,0x10,200,0\n"         /* names another size */
-                              "1,t,free,0x10,300,0\n";        /* not live any more */
+    static const char log[] =
+        "Thread,Time,Action,Pointer,Size,Stream\n"
+        "1,t,free,0x90,64,0\n" /* allocated before the log began */
+        "1,t,allocate,0x10,100,0\n"
+        "1,t,deallocate,0x10,100,0\n"
+        "1,t,allocate,0x10,300,0\n"
+        "1,t,free,0x10,200,0\n"  /* names another size */
+        "1,t,free,0x10,300,0\n"; /* not live any more */
     trace t;
     trace_error e;
     require_true(read_text(log, &t, &e));
@@ -408,16 +413,23 @@ CHECK_TEST(a_byte_order_mark_starts_any_format)
     require_true(read_text("\xef\xbb\xbf# relo-trace 1\na 1 100\nf 1\n", &t, &e));
     expect_eq(t.event_count, 2);
     trace_free(&t);
-    require_true(read_text("\xef\xbb\xbf" "a 1 100\n", &t, &e));
+    require_true(
+        read_text("\xef\xbb\xbf"
+                  "a 1 100\n",
+                  &t, &e));
     expect_eq(t.event_count, 1);
     trace_free(&t);
     /* An RMM log: detected from the header behind the mark. */
-    require_true(read_text("\xef\xbb\xbfThread,Time,Action,Pointer,Size,Stream\n1,0,allocate,0x10,64,0\n", &t, &e));
+    require_true(
+        read_text("\xef\xbb\xbfThread,Time,Action,Pointer,Size,Stream\n1,0,allocate,0x10,64,0\n", &t, &e));
     expect_eq(t.event_count, 1);
     expect_eq(t.events[0].size, 64);
     trace_free(&t);
     /* Only at the start: one inside the file is a bad line. */
-    expect_true(rejects("a 1 100\n\xef\xbb\xbf" "a 2 100\n", 2, "unknown event"));
+    expect_true(
+        rejects("a 1 100\n\xef\xbb\xbf"
+                "a 2 100\n",
+                2, "unknown event"));
 }
 
 /* Whether size bytes at data, read as format, are refused at line 0 with
@@ -430,15 +442,19 @@ static bool refuses_as(const void *data, size_t size, trace_format format, const
     bool ok = trace_read_buffer(data, size, "mem.trace", format, &t, &e);
     trace_free(&t);
     bool match = !ok && e.line == 0 && strstr(e.message, words) != NULL;
-    if (!match) fprintf(stderr, "  got %s:%llu: %s (wanted '%s')\n", e.file, (unsigned long long)e.line,
-                        e.message, words);
+    if (!match)
+        fprintf(stderr, "  got %s:%llu: %s (wanted '%s')\n", e.file, (unsigned long long)e.line, e.message,
+                words);
     return match;
 }
 
 CHECK_TEST(files_of_other_kinds_are_named_with_what_to_do)
 {
     /* pickle.dumps({"device_traces": [[]]}, protocol=4), any format asked. */
-    static const char pickle[] = "\x80\x04\x95\x19\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x0d" "device_traces\x94]\x94]\x94" "as.";
+    static const char pickle[] =
+        "\x80\x04\x95\x19\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x0d"
+        "device_traces\x94]\x94]\x94"
+        "as.";
     for (int f = TRACE_FORMAT_AUTO; f < TRACE_FORMAT_COUNT; f++)
         expect_true(refuses_as(pickle, sizeof pickle - 1, (trace_format)f,
                                "a Python pickle, not a trace: a PyTorch memory snapshot"));
@@ -468,13 +484,17 @@ CHECK_TEST(names_are_escaped_for_the_terminal)
     /* Printable ASCII and valid UTF-8 (e acute, a CJK character, an emoji) stay. */
     expect_true(same_text(trace_escape_name("run-1.trace", out, sizeof out), "run-1.trace"));
     expect_true(same_text(trace_escape_name("caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80", out, sizeof out),
-                  "caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80"));
+                          "caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80"));
     /* ESC, BEL, newline, DEL; the C1 control CSI (U+009B); a lone
      * continuation byte, an overlong slash, a surrogate, a cut sequence. */
-    expect_true(same_text(trace_escape_name("a\x1b[2J\x07\n\x7f", out, sizeof out), "a\\x1b[2J\\x07\\x0a\\x7f"));
-    expect_true(same_text(trace_escape_name("\xc2\x9b" "31m", out, sizeof out), "\\xc2\\x9b31m"));
+    expect_true(
+        same_text(trace_escape_name("a\x1b[2J\x07\n\x7f", out, sizeof out), "a\\x1b[2J\\x07\\x0a\\x7f"));
+    expect_true(same_text(trace_escape_name("\xc2\x9b"
+                                            "31m",
+                                            out, sizeof out),
+                          "\\xc2\\x9b31m"));
     expect_true(same_text(trace_escape_name("\x80\xc0\xaf\xed\xa0\x80\xe4\xb8", out, sizeof out),
-                  "\\x80\\xc0\\xaf\\xed\\xa0\\x80\\xe4\\xb8"));
+                          "\\x80\\xc0\\xaf\\xed\\xa0\\x80\\xe4\\xb8"));
     /* Cut at the capacity, never inside an escape or a character. */
     expect_true(same_text(trace_escape_name("ab\x1b", out, 6), "ab"));
     expect_true(same_text(trace_escape_name("a\xc3\xa9", out, 3), "a"));

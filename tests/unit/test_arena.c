@@ -38,7 +38,8 @@ static bool arena_ok(const relo_arena *a, const mock_home *h)
         if (!p) continue;
         pools[n++] = p;
         if (p->slot != i || p->kind != RELO_POOL_SLICED) return broken("a pool names another slot or kind");
-        if (p->outdated == (i == a->current)) return broken("the current pool is outdated, or another is not");
+        if (p->outdated == (i == a->current))
+            return broken("the current pool is outdated, or another is not");
         for (uint32_t k = 0; k < p->page_count; k++)
             if (p->pages[k]->size != p->page_size) return broken("a page is not of its pool's size");
         if (p->outdated) {
@@ -124,7 +125,8 @@ static bool refused_unchanged(bench *b, uint64_t size, bool allow_new_page, relo
     snapshot now = snap(b);
     return arena_ok(&b->a, &b->h) && memcmp(before.slots, now.slots, sizeof now.slots) == 0 &&
            before.current == now.current && before.pool_count == now.pool_count &&
-           before.page_size == now.page_size && before.bytes_held == now.bytes_held && before.allocs == now.allocs;
+           before.page_size == now.page_size && before.bytes_held == now.bytes_held &&
+           before.allocs == now.allocs;
 }
 
 CHECK_TEST(the_first_pool_has_pages_of_the_floor)

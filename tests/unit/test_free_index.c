@@ -62,7 +62,8 @@ static relo_status open_index(bench_set *b, relo_free_index *x, bool best_fit, u
 }
 
 /* The places given, then their count: the last two arguments of open_index(). */
-#define PLACES(...) (const place[]){__VA_ARGS__}, (uint32_t)(sizeof((const place[]){__VA_ARGS__}) / sizeof(place))
+#define PLACES(...) \
+    (const place[]){__VA_ARGS__}, (uint32_t)(sizeof((const place[]){__VA_ARGS__}) / sizeof(place))
 
 static bool index_ok(const relo_free_index *x, uint64_t want_count)
 {
@@ -133,9 +134,9 @@ CHECK_TEST(best_fit_prefers_the_lowest_address_among_equals)
      * is the lowest address. The last is shorter and does not fit 4096. */
     bench_set b;
     relo_free_index x;
-    require_ok(open_index(&b, &x, true, 1 << 20,
-                          PLACES({2, 0, 4096}, {0, 8192, 4096}, {1, 0, 4096}, {0, 4096, 4096},
-                                 {3, 0, 4000})));
+    require_ok(
+        open_index(&b, &x, true, 1 << 20,
+                   PLACES({2, 0, 4096}, {0, 8192, 4096}, {1, 0, 4096}, {0, 4096, 4096}, {3, 0, 4000})));
     relo_slice *got = relo__free_index_find(&x, 4096);
     require_true(got != NULL);
     expect_true(got == &b.slices[3]);
@@ -185,7 +186,7 @@ CHECK_TEST(by_address_takes_the_lowest_address_that_fits)
                           PLACES({1, 0, 5000}, {0, 9000, 100}, {0, 20000, 6000}, {2, 0, 100000})));
     expect_true(index_ok(&x, 4));
     expect_true(relo__free_index_find(&x, 50) == &b.slices[1]);
-    expect_true(relo__free_index_find(&x, 4000) == &b.slices[2]);  /* page 0 before page 1 */
+    expect_true(relo__free_index_find(&x, 4000) == &b.slices[2]); /* page 0 before page 1 */
     expect_true(relo__free_index_find(&x, 7000) == &b.slices[3]);
     expect_true(relo__free_index_find(&x, 200000) == NULL);
     /* The front of a slice given away in place: the treap is refreshed. */
@@ -199,13 +200,15 @@ CHECK_TEST(by_address_takes_the_lowest_address_that_fits)
 
 /* Whether two by-size indexes over twin bench sets hold the same slices
  * (by their place in the set) in the same order in every class. */
-static bool same_lists(const bench_set *a, const relo_free_index *x, const bench_set *b, const relo_free_index *y)
+static bool same_lists(const bench_set *a, const relo_free_index *x, const bench_set *b,
+                       const relo_free_index *y)
 {
     if (x->fl_count != y->fl_count || x->fl_bitmap != y->fl_bitmap) return false;
     for (uint32_t f = 0; f < x->fl_count; f++) {
         if (x->sl_bitmap[f] != y->sl_bitmap[f]) return false;
         for (uint32_t c = 0; c < RELO_FREE_SL_COUNT; c++) {
-            const relo_slice *s = x->bins[f * RELO_FREE_SL_COUNT + c], *t = y->bins[f * RELO_FREE_SL_COUNT + c];
+            const relo_slice *s = x->bins[f * RELO_FREE_SL_COUNT + c],
+                             *t = y->bins[f * RELO_FREE_SL_COUNT + c];
             for (; s && t; s = s->right, t = t->right)
                 if (s - a->slices != t - b->slices) return false;
             if (s || t) return false;
@@ -233,13 +236,16 @@ CHECK_TEST(by_size_a_refresh_leaves_a_slice_where_remove_and_insert_would)
     /* Slices carved from the front. The first step keeps the last of its
      * class in that class: it comes first there, and no bit changes. */
     const uint64_t fl_bits = x.fl_bitmap, sl_bits = x.sl_bitmap[fl];
-    const struct { uint32_t i; uint64_t cut; } steps[] = {
-        {0, 50},     /* 39,950: within the class, from last to first */
-        {0, 10},     /* 39,940: within the class, already first */
-        {1, 39200},  /* 900: into the class of 900, which holds one */
-        {3, 850},    /* 50: out of that class, into an empty one */
-        {0, 39000},  /* 940: out of the 40 KiB class, into another */
-        {2, 40090},  /* 410: the 40 KiB class empties */
+    const struct {
+        uint32_t i;
+        uint64_t cut;
+    } steps[] = {
+        {0, 50},    /* 39,950: within the class, from last to first */
+        {0, 10},    /* 39,940: within the class, already first */
+        {1, 39200}, /* 900: into the class of 900, which holds one */
+        {3, 850},   /* 50: out of that class, into an empty one */
+        {0, 39000}, /* 940: out of the 40 KiB class, into another */
+        {2, 40090}, /* 410: the 40 KiB class empties */
     };
     for (uint32_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
         uint32_t i = steps[k].i;
@@ -308,7 +314,8 @@ static relo_slice *brute_best(bench_set *b, uint64_t length)
         if (!b->in[i] || s->length < length) continue;
         if (!best || s->length < best->length ||
             (s->length == best->length &&
-             (s->page->order < best->page->order || (s->page->order == best->page->order && s->offset < best->offset))))
+             (s->page->order < best->page->order ||
+              (s->page->order == best->page->order && s->offset < best->offset))))
             best = s;
     }
     return best;
@@ -440,7 +447,8 @@ CHECK_TEST(by_address_random_operations_agree_with_a_plain_array)
         uint32_t i = (uint32_t)(fx_rand(&rng) % SLICES);
         if (!b.in[i]) {
             uint64_t len = fx_range(&rng, 1, 600000);
-            relo__free_index_insert(&x, make(&b, i, (uint32_t)(fx_rand(&rng) % PAGES), (uint64_t)i << 20, len));
+            relo__free_index_insert(&x,
+                                    make(&b, i, (uint32_t)(fx_rand(&rng) % PAGES), (uint64_t)i << 20, len));
             b.in[i] = true;
             held++;
         } else if (fx_rand(&rng) % 4 == 0) {

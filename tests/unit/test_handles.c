@@ -242,7 +242,7 @@ CHECK_TEST(slot_at_end_of_generations_is_retired)
     expect_ok(relo_release(f.dev, first));
     expect_eq(relo__testing_age_free_slots(f.dev, RELO_HANDLE_GEN_MAX), 1);
 
-    relo_handle last = fx_reserve(f.s, 512);   /* the slot's final generation */
+    relo_handle last = fx_reserve(f.s, 512); /* the slot's final generation */
     require_ne(last.id, 0);
     expect_ne(last.id, first.id);
     expect_ok(relo_release(f.dev, last));

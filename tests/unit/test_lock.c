@@ -51,13 +51,13 @@ static void sleep_ms(long ms)
 typedef struct shared {
     relo_lock lock;
     relo_cond cond;
-    uint64_t counter;          /* lock */
-    atomic_uint inside;        /* threads inside the critical section now */
-    atomic_uint overlaps;      /* times a thread found another inside */
-    atomic_bool start;         /* the workers wait for it, so they overlap */
-    unsigned ready, woke;      /* lock */
-    bool go;                   /* lock */
-    unsigned turn;             /* lock: whose round it is in the handoff */
+    uint64_t counter;     /* lock */
+    atomic_uint inside;   /* threads inside the critical section now */
+    atomic_uint overlaps; /* times a thread found another inside */
+    atomic_bool start;    /* the workers wait for it, so they overlap */
+    unsigned ready, woke; /* lock */
+    bool go;              /* lock */
+    unsigned turn;        /* lock: whose round it is in the handoff */
 } shared;
 
 /* by_exchange: the lock is released by an exchange even where a store
@@ -116,9 +116,15 @@ static void excludes_other_threads(bool by_exchange)
     shared_destroy(&s);
 }
 
-CHECK_TEST(lock_excludes_other_threads) { excludes_other_threads(false); }
+CHECK_TEST(lock_excludes_other_threads)
+{
+    excludes_other_threads(false);
+}
 
-CHECK_TEST(lock_by_exchange_excludes_other_threads) { excludes_other_threads(true); }
+CHECK_TEST(lock_by_exchange_excludes_other_threads)
+{
+    excludes_other_threads(true);
+}
 
 static void *wait_worker(void *arg)
 {
@@ -161,9 +167,15 @@ static void wakes_every_waiter(bool by_exchange)
     shared_destroy(&s);
 }
 
-CHECK_TEST(broadcast_wakes_every_waiter) { wakes_every_waiter(false); }
+CHECK_TEST(broadcast_wakes_every_waiter)
+{
+    wakes_every_waiter(false);
+}
 
-CHECK_TEST(broadcast_wakes_every_waiter_by_exchange) { wakes_every_waiter(true); }
+CHECK_TEST(broadcast_wakes_every_waiter_by_exchange)
+{
+    wakes_every_waiter(true);
+}
 
 typedef struct player {
     shared *s;
@@ -203,9 +215,15 @@ static void handoff(bool by_exchange)
     shared_destroy(&s);
 }
 
-CHECK_TEST(handoff_loses_no_wakeup) { handoff(false); }
+CHECK_TEST(handoff_loses_no_wakeup)
+{
+    handoff(false);
+}
 
-CHECK_TEST(handoff_by_exchange_loses_no_wakeup) { handoff(true); }
+CHECK_TEST(handoff_by_exchange_loses_no_wakeup)
+{
+    handoff(true);
+}
 
 /* A child after fork makes its own locks and threads: threads contending
  * there sleep and wake as in the parent (base/lock.c registers the child for

@@ -78,7 +78,8 @@ static void fill(bench *b, uint32_t i, uint32_t slices, uint64_t occupied, uint6
 static uint32_t list_code(const relo_page *p)
 {
     if (p->occupied == 0) return RELO_OCC_EMPTY;
-    return 2u + 2u * relo__occupancy_class(p->live_size) + (relo__occupancy_sparse(p->size, p->occupied_bytes) ? 0u : 1u);
+    return 2u + 2u * relo__occupancy_class(p->live_size) +
+           (relo__occupancy_sparse(p->size, p->occupied_bytes) ? 0u : 1u);
 }
 
 CHECK_TEST(room_is_the_free_bytes_of_the_pages_that_serve_once_settled)

@@ -34,7 +34,8 @@ static bool bench_open(bench *b, relo_pool_kind kind)
         relo__exclusive_init(&b->pool, &b->h.home, "exclusive", 4 * KiB, true);
         return true;
     }
-    relo__pool_init(&b->pool, kind, relo__pool_kind_name(kind), &b->h.home, kind == RELO_POOL_SLICED ? PAGE : 0);
+    relo__pool_init(&b->pool, kind, relo__pool_kind_name(kind), &b->h.home,
+                    kind == RELO_POOL_SLICED ? PAGE : 0);
     b->pool.best_fit = true;
     return true;
 }
@@ -58,7 +59,9 @@ static relo_slice *take(bench *b, uint64_t size, bool allow_new_page)
     uint32_t slot = mock_home_slot(&b->h);
     relo_status st = RELO_ERR_INVALID_ARGUMENT;
     switch (b->pool.kind) {
-    case RELO_POOL_SLICED: st = relo__sliced_reserve(&b->pool, size, slot, RELO_SLICE_LIVE, allow_new_page, &s); break;
+    case RELO_POOL_SLICED:
+        st = relo__sliced_reserve(&b->pool, size, slot, RELO_SLICE_LIVE, allow_new_page, &s);
+        break;
     case RELO_POOL_EXCLUSIVE: st = relo__exclusive_reserve(&b->pool, size, slot, allow_new_page, &s); break;
     case RELO_POOL_PERSISTENT: st = relo__persistent_reserve(&b->pool, size, slot, allow_new_page, &s); break;
     case RELO_POOL_DEDICATED: st = relo__dedicated_reserve(&b->pool, size, slot, allow_new_page, &s); break;
@@ -72,10 +75,10 @@ static relo_slice *take(bench *b, uint64_t size, bool allow_new_page)
 #define require_sound(b) require_true(mock_home_check1(&(b)->h, &(b)->pool))
 
 /* ... and the pool holds n pages. */
-#define require_pages(b, n)                                                    \
-    do {                                                                       \
-        require_sound(b);                                                      \
-        expect_eq((b)->pool.page_count, n);                                    \
+#define require_pages(b, n)                 \
+    do {                                    \
+        require_sound(b);                   \
+        expect_eq((b)->pool.page_count, n); \
     } while (0)
 
 /* Whether a reservation of size bytes lands on page (false, and a
@@ -136,7 +139,8 @@ CHECK_TEST(sliced_reservations_carve_from_the_lowest_address_and_count_every_byt
     relo_slice *none = NULL;
     expect_status(relo__sliced_reserve(&b.pool, 61 * KiB, 0, RELO_SLICE_LIVE, false, &none),
                   RELO_ERR_PAGE_UPDATE_FORBIDDEN);
-    expect_status(relo__sliced_reserve(&b.pool, PAGE + 1, 0, RELO_SLICE_LIVE, true, &none), RELO_ERR_BUFFER_TOO_BIG);
+    expect_status(relo__sliced_reserve(&b.pool, PAGE + 1, 0, RELO_SLICE_LIVE, true, &none),
+                  RELO_ERR_BUFFER_TOO_BIG);
     require_pages(&b, 1);
     relo_slice *d = take(&b, 61 * KiB, true);
     require_true(d != NULL);
@@ -207,11 +211,13 @@ CHECK_TEST(a_guarded_page_serves_nothing_until_its_last_guard_goes)
     expect_eq(b.pool.guarded_pages, 1);
     expect_eq(relo__occupancy_room(&b.pool), 0);
     relo_slice *s = NULL;
-    expect_status(relo__sliced_reserve(&b.pool, 1000, 0, RELO_SLICE_LIVE, false, &s), RELO_ERR_PAGE_UPDATE_FORBIDDEN);
+    expect_status(relo__sliced_reserve(&b.pool, 1000, 0, RELO_SLICE_LIVE, false, &s),
+                  RELO_ERR_PAGE_UPDATE_FORBIDDEN);
     relo__pool_page_unguard(&b.pool, p);
     require_sound(&b);
     expect_eq(b.pool.guarded_pages, 1);
-    expect_status(relo__sliced_reserve(&b.pool, 1000, 0, RELO_SLICE_LIVE, false, &s), RELO_ERR_PAGE_UPDATE_FORBIDDEN);
+    expect_status(relo__sliced_reserve(&b.pool, 1000, 0, RELO_SLICE_LIVE, false, &s),
+                  RELO_ERR_PAGE_UPDATE_FORBIDDEN);
     relo__pool_page_unguard(&b.pool, p);
     require_sound(&b);
     expect_eq(b.pool.guarded_pages, 0);

@@ -38,7 +38,7 @@ static bool slab_census(const relo_slice_slab *slab, uint32_t *nodes, uint32_t *
 typedef struct bench {
     relo_slice_slab slab;
     uint32_t nodes_in_use, records_in_use;
-    uint32_t chunks;                /* chunk_count at the last look */
+    uint32_t chunks; /* chunk_count at the last look */
     uint32_t total_nodes, total_records;
 } bench;
 
@@ -58,8 +58,8 @@ static bool slab_ok(bench *b)
         return true;
     }
     if (nodes + b->nodes_in_use != b->total_nodes || records + b->records_in_use != b->total_records) {
-        fprintf(stderr, "  slab lost or made nodes: %u + %u of %u, records %u + %u of %u\n", nodes, b->nodes_in_use,
-                b->total_nodes, records, b->records_in_use, b->total_records);
+        fprintf(stderr, "  slab lost or made nodes: %u + %u of %u, records %u + %u of %u\n", nodes,
+                b->nodes_in_use, b->total_nodes, records, b->records_in_use, b->total_records);
         return false;
     }
     return true;
