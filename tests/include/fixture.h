@@ -363,4 +363,19 @@ static inline uint64_t fx_now_ns(void)
     return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 }
 
+/** A relo_reclaim of stream on a thread of its own (pthread_create with
+ *  fx_reclaim_thread), for tests of what other threads may do while its
+ *  pass waits; st holds its status once joined. */
+typedef struct fx_reclaimer {
+    relo_stream *stream;
+    relo_status st;
+} fx_reclaimer;
+
+static inline void *fx_reclaim_thread(void *arg)
+{
+    fx_reclaimer *r = arg;
+    r->st = relo_reclaim(r->stream);
+    return NULL;
+}
+
 #endif /* RELO_TEST_FIXTURE_H */

@@ -90,6 +90,27 @@ static int scene_index(const scene *sc, relo_handle h)
     return -1;
 }
 
+/* Opens a pass the runtime drives over the scene and names its first move
+ * and the index of the kept allocation it moves; false when the pass plans
+ * nothing or the move is of no kept allocation. */
+static bool open_pass(scene *sc, relo_pass **pass, relo_pass_move *mv, int *victim)
+{
+    if (relo_pass_begin(sc->f.dev, NULL, pass) != RELO_OK) return false;
+    if (relo_pass_move_count(*pass) == 0 || relo_pass_move_get(*pass, 0, mv) != RELO_OK) return false;
+    *victim = scene_index(sc, mv->handle);
+    return *victim >= 0;
+}
+
+/* The first move a reclaim of the scene makes, and its allocation's index:
+ * the plan of a runtime pass, which is then abandoned (nothing moves). */
+static bool first_move(scene *sc, relo_pass_move *mv, int *victim)
+{
+    relo_pass *probe = NULL;
+    bool found = open_pass(sc, &probe, mv, victim);
+    if (probe) expect_ok(relo_pass_end(probe, RELO_PASS_ABANDONED));
+    return found;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Reads across a pass                                                      */
 /* ------------------------------------------------------------------------ */
@@ -140,12 +161,9 @@ CHECK_TEST(read_across_a_runtime_pass_returns_its_own_bytes)
     scene sc;
     require_true(scene_open(&sc, NULL));
     relo_pass *pass = NULL;
-    require_ok(relo_pass_begin(sc.f.dev, NULL, &pass));
-    require_true(relo_pass_move_count(pass) > 0);
     relo_pass_move mv;
-    require_ok(relo_pass_move_get(pass, 0, &mv));
-    int victim = scene_index(&sc, mv.handle);
-    require_true(victim >= 0);
+    int victim;
+    require_true(open_pass(&sc, &pass, &mv, &victim));
 
     uint8_t *bytes = malloc(SIZE);
     require_true(bytes != NULL);
@@ -174,18 +192,6 @@ CHECK_TEST(read_across_a_runtime_pass_returns_its_own_bytes)
     scene_close(&sc);
 }
 
-typedef struct reclaimer {
-    relo_stream *s;
-    relo_status st;
-} reclaimer;
-
-static void *reclaim_stream(void *arg)
-{
-    reclaimer *rc = arg;
-    rc->st = relo_reclaim(rc->s);
-    return NULL;
-}
-
 /* The same with relo's own reclaim: reads of every kept allocation start
  * while its pass waits for the device; the pass then commits, every place
  * it freed is reserved and written, and only then do the reads go on. */
@@ -193,22 +199,15 @@ CHECK_TEST(read_across_a_reclaim_returns_its_own_bytes)
 {
     scene sc;
     require_true(scene_open(&sc, NULL));
-    /* Which allocations the reclaim moves, and from where: the same plan a
-     * runtime pass makes, abandoned (nothing moves). */
-    relo_pass *probe = NULL;
-    require_ok(relo_pass_begin(sc.f.dev, NULL, &probe));
-    uint32_t moves = relo_pass_move_count(probe);
-    require_true(moves > 0);
+    /* Which allocation the reclaim moves first, and from where. */
     relo_pass_move first;
-    require_ok(relo_pass_move_get(probe, 0, &first));
-    int victim = scene_index(&sc, first.handle);
-    require_true(victim >= 0);
-    expect_ok(relo_pass_end(probe, RELO_PASS_ABANDONED));
+    int victim;
+    require_true(first_move(&sc, &first, &victim));
 
     mock_gate_arm(&sc.m, MOCK_WAIT_DEVICE);
-    reclaimer rc = {sc.f.s, RELO_ERR_CORRUPT};
+    fx_reclaimer rc = {sc.f.s, RELO_ERR_CORRUPT};
     pthread_t tr;
-    require_true(pthread_create(&tr, NULL, reclaim_stream, &rc) == 0);
+    require_true(pthread_create(&tr, NULL, fx_reclaim_thread, &rc) == 0);
     require_true(mock_gate_await(&sc.m, MOCK_WAIT_DEVICE, GATE_SECONDS));
 
     uint8_t *bytes = malloc(SIZE);
@@ -248,12 +247,9 @@ CHECK_TEST(check_accepts_a_released_source_of_an_open_pass)
     scene sc;
     require_true(scene_open(&sc, NULL));
     relo_pass *pass = NULL;
-    require_ok(relo_pass_begin(sc.f.dev, NULL, &pass));
-    require_true(relo_pass_move_count(pass) > 0);
     relo_pass_move mv;
-    require_ok(relo_pass_move_get(pass, 0, &mv));
-    int victim = scene_index(&sc, mv.handle);
-    require_true(victim >= 0);
+    int victim;
+    require_true(open_pass(&sc, &pass, &mv, &victim));
     expect_ok(relo_release(sc.f.dev, mv.handle));
     sc.kept[victim] = false;
     expect_ok(relo_device_check(sc.f.dev));
@@ -271,20 +267,15 @@ CHECK_TEST(check_accepts_a_released_source_of_a_reclaim)
 {
     scene sc;
     require_true(scene_open(&sc, NULL));
-    relo_pass *probe = NULL;
-    require_ok(relo_pass_begin(sc.f.dev, NULL, &probe));
     relo_pass_move first;
-    require_true(relo_pass_move_count(probe) > 0);
-    require_ok(relo_pass_move_get(probe, 0, &first));
-    expect_ok(relo_pass_end(probe, RELO_PASS_ABANDONED));
+    int victim;
+    require_true(first_move(&sc, &first, &victim));
 
     mock_gate_arm(&sc.m, MOCK_WAIT_DEVICE);
-    reclaimer rc = {sc.f.s, RELO_ERR_CORRUPT};
+    fx_reclaimer rc = {sc.f.s, RELO_ERR_CORRUPT};
     pthread_t tr;
-    require_true(pthread_create(&tr, NULL, reclaim_stream, &rc) == 0);
+    require_true(pthread_create(&tr, NULL, fx_reclaim_thread, &rc) == 0);
     require_true(mock_gate_await(&sc.m, MOCK_WAIT_DEVICE, GATE_SECONDS));
-    int victim = scene_index(&sc, first.handle);
-    require_true(victim >= 0);
     expect_ok(relo_release(sc.f.dev, first.handle));
     sc.kept[victim] = false;
     expect_ok(relo_device_check(sc.f.dev));

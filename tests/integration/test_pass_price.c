@@ -144,18 +144,6 @@ CHECK_TEST(bounded_reclaim_takes_as_few_passes_as_its_bytes_need)
 /* Another stream's calls while a pass waits                                */
 /* ------------------------------------------------------------------------ */
 
-typedef struct reclaimer {
-    relo_stream *s;
-    relo_status st;
-} reclaimer;
-
-static void *reclaim_stream(void *arg)
-{
-    reclaimer *rc = arg;
-    rc->st = relo_reclaim(rc->s);
-    return NULL;
-}
-
 /* The second stream's runtime: every call a launch path and its
  * allocations make, in a loop, counted as it goes. */
 typedef struct other {
@@ -202,9 +190,9 @@ static void other_stream_goes_on(relo_placement placement)
     require_ne(o.own.id, 0);
 
     mock_gate_arm(&sc.m, MOCK_WAIT_DEVICE);
-    reclaimer rc = {sc.f.s, RELO_ERR_CORRUPT};
+    fx_reclaimer rc = {sc.f.s, RELO_ERR_CORRUPT};
     pthread_t tr, to;
-    require_true(pthread_create(&tr, NULL, reclaim_stream, &rc) == 0);
+    require_true(pthread_create(&tr, NULL, fx_reclaim_thread, &rc) == 0);
     require_true(mock_gate_await(&sc.m, MOCK_WAIT_DEVICE, GATE_SECONDS));
     require_true(pthread_create(&to, NULL, other_stream, &o) == 0);
     /* Give the other stream up to GATE_SECONDS for its rounds while the

@@ -467,18 +467,6 @@ static void *pin_thread(void *arg)
     return NULL;
 }
 
-typedef struct reclaimer {
-    relo_stream *stream;
-    relo_status st;
-} reclaimer;
-
-static void *reclaim_thread(void *arg)
-{
-    reclaimer *r = arg;
-    r->st = relo_reclaim(r->stream);
-    return NULL;
-}
-
 /* While one thread's reclaim waits for the device: another thread
  * resolves, pins, writes, reserves and releases on the device without
  * waiting; resolving a moving allocation skips its move, releasing one is
@@ -510,9 +498,9 @@ CHECK_TEST(device_wait_without_the_lock)
     gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false};
     m.wait_device_hook = gate_hook;
     m.wait_device_user = &g;
-    reclaimer r = {f.s, RELO_ERR_CORRUPT};
+    fx_reclaimer r = {f.s, RELO_ERR_CORRUPT};
     pthread_t t;
-    require_eq(pthread_create(&t, NULL, reclaim_thread, &r), 0);
+    require_eq(pthread_create(&t, NULL, fx_reclaim_thread, &r), 0);
     gate_wait_entered(&g);
 
     /* The reclaim is inside wait_device now; none of these may block. */
