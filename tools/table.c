@@ -391,8 +391,9 @@ static bool add_folder(table_paths *p, int *cap, const char *dir, bool *oom)
         }
     }
     closedir(d);
+    if (p->count == first) return false; /* none (and maybe no list yet) */
     qsort(p->paths + first, (size_t)(p->count - first), sizeof *p->paths, by_name);
-    return p->count > first;
+    return true;
 }
 
 bool table_paths_expand(char *const *args, int count, table_paths *out)
