@@ -255,7 +255,7 @@ static void release_packed_empty(relo_device *d, struct relo_stream *only, uint6
         for (uint32_t k = 0; (pool = l->ops->pack_pool(l, k, &spill)); k++) {
             uint64_t before = pool->bytes_reserved;
             if (keep == 0)
-                relo__pool_release_empty(pool);
+                relo__pool_release_empty(pool, &batch);
             else
                 relo__trim_pool(d, pool, keep, &batch);
             *released += before - pool->bytes_reserved;

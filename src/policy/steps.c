@@ -168,10 +168,9 @@ void relo__steps_after_reserve(relo_device *d, relo_stream *s)
     }
 }
 
-static void release_empty(relo_pool *pool, void *user)
+static void release_empty(relo_pool *pool, void *batch)
 {
-    (void)user;
-    relo__pool_release_empty(pool);
+    relo__pool_release_empty(pool, batch);
 }
 
 void relo__steps_explicit(relo_device *d, relo_stream *only)
@@ -188,10 +187,15 @@ void relo__steps_explicit(relo_device *d, relo_stream *only)
     if (d->recording) return; /* a capture began while the lock was dropped */
     uint32_t first, end;
     relo__device_scope(d, only, &first, &end);
+    /* The buffers go back without the device lock: a backend's free may
+     * wait for the device, and other threads' calls need not. */
+    relo_buffer_batch batch;
+    relo__buffer_batch_init(&batch);
     for (uint32_t i = first; i < end; i++) {
-        relo__stream_each_pool(d->streams[i], release_empty, NULL);
+        relo__stream_each_pool(d->streams[i], release_empty, &batch);
         relo__stream_drop_empty_pools(d->streams[i]);
     }
+    relo__device_free_batch(d, &batch);
     if (d->backend->ops.flush) d->backend->ops.flush(d->backend->ctx);
 }
 

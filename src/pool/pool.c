@@ -212,30 +212,39 @@ void relo__pool_page_collect(relo_pool *pool, relo_page *page, relo_buffer_batch
     pool_page_detach(pool, page, &batch->bufs[batch->count++]);
 }
 
+/* Gives page back: into batch, or at once without one. */
+static void give_back(relo_pool *pool, relo_page *page, relo_buffer_batch *batch)
+{
+    if (batch)
+        relo__pool_page_collect(pool, page, batch);
+    else
+        relo__pool_page_release(pool, page);
+}
+
 /* Gives back every empty page of a sliced pool that nothing holds (no
  * guard, not pending, no fence, no transfer), as its occupancy index lists
  * them: highest position first, so the pages that stay keep their
  * positions. Returns how many went, or -1 when host memory ran out
  * (nothing went; the caller walks the pages). */
-static int64_t release_indexed_empty(relo_pool *pool)
+static int64_t release_indexed_empty(relo_pool *pool, relo_buffer_batch *batch)
 {
     relo_page_list go;
     if (!relo__occupancy_empty_pages(pool, &go)) return -1;
     int64_t m = 0;
-    for (relo_page *p; (p = relo__page_list_pop(&go)); m++) relo__pool_page_release(pool, p);
+    for (relo_page *p; (p = relo__page_list_pop(&go)); m++) give_back(pool, p, batch);
     relo__page_list_free(&go);
     return m;
 }
 
-uint32_t relo__pool_release_empty(relo_pool *pool)
+uint32_t relo__pool_release_empty(relo_pool *pool, relo_buffer_batch *batch)
 {
-    int64_t listed = pool->kind == RELO_POOL_SLICED ? release_indexed_empty(pool) : -1;
+    int64_t listed = pool->kind == RELO_POOL_SLICED ? release_indexed_empty(pool, batch) : -1;
     if (listed >= 0) return (uint32_t)listed;
     uint32_t released = 0;
     for (uint32_t i = pool->page_count; i-- > 0;) {
         relo_page *p = pool->pages[i];
         if (p->occupied == 0 && p->guards == 0 && !p->pending && !p->fenced && !p->transfers) {
-            relo__pool_page_release(pool, p);
+            give_back(pool, p, batch);
             released++;
         }
     }

@@ -198,8 +198,11 @@ static inline void relo__buffer_batch_init(relo_buffer_batch *batch)
  *  fails. */
 void relo__pool_page_collect(relo_pool *pool, relo_page *page, relo_buffer_batch *batch);
 
-/** Gives back every empty unguarded page. Returns how many went. */
-uint32_t relo__pool_release_empty(relo_pool *pool);
+/** Gives back every empty page that nothing holds (no guard, not pending,
+ *  no fence, no transfer): into batch (relo__pool_page_collect) for the
+ *  caller to free without the device lock, or at once when batch is NULL.
+ *  Returns how many went. */
+uint32_t relo__pool_release_empty(relo_pool *pool, relo_buffer_batch *batch);
 
 /** Gives back every page, live or not (device and stream destroy). */
 void relo__pool_destroy(relo_pool *pool);

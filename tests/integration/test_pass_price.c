@@ -6,7 +6,8 @@
  * thread's calls on another stream (reserve, including reservations that
  * would pack before a new page, release, resolve, pin, unpin, read, write)
  * return without waiting for it; and another stream's reservations never
- * pack, or wait for the device for, this stream's room.
+ * pack, or wait for the device for, this stream's room, nor wait while a
+ * reclaim frees the pages it emptied.
  *
  * The scene is a runtime's stream after a growing workload: 200
  * allocations of 256 KiB and 100 of 3 to 7 MiB, every other one released.
@@ -258,6 +259,43 @@ CHECK_TEST(other_stream_packs_only_its_own_packed)
 CHECK_TEST(other_stream_packs_only_its_own_adaptive)
 {
     other_stream_packs_only_its_own(RELO_PLACEMENT_ADAPTIVE);
+}
+
+/* A reclaim gives back the pages it emptied without the device lock: while
+ * the backend's free of one of them is held at the mock's gate (a free
+ * that waits for the device, as cudaFree does), another stream reserves,
+ * resolves and releases. */
+CHECK_TEST(other_stream_goes_on_while_a_reclaim_frees_pages)
+{
+    scene sc;
+    require_true(scene_open(&sc, RELO_PLACEMENT_PACKED, 0, true));
+    relo_handle own = fx_reserve(sc.f.s2, 64 * KiB);
+    require_ne(own.id, 0);
+    mock_gate_arm(&sc.m, MOCK_FREE);
+    fx_reclaimer rc = {sc.f.s, RELO_ERR_CORRUPT};
+    pthread_t tr;
+    require_true(pthread_create(&tr, NULL, fx_reclaim_thread, &rc) == 0);
+    require_true(mock_gate_await(&sc.m, MOCK_FREE, GATE_SECONDS));
+    other o = {sc.f.dev, sc.f.s2, own, 0, false, 0};
+    pthread_t to;
+    require_true(pthread_create(&to, NULL, other_stream, &o) == 0);
+    uint64_t until = fx_now_ns() + (uint64_t)GATE_SECONDS * 1000000000u;
+    while (atomic_load(&o.rounds) < 1000 && fx_now_ns() < until) {
+        struct timespec t = {0, 1000000};
+        nanosleep(&t, NULL);
+    }
+    int rounds = atomic_load(&o.rounds);
+    atomic_store(&o.stop, true);
+    mock_gate_open(&sc.m, MOCK_FREE);
+    pthread_join(to, NULL);
+    pthread_join(tr, NULL);
+    expect_eq(rounds, 1000);
+    expect_eq(o.failures, 0);
+    expect_ok(rc.st);
+    expect_true(scene_intact(&sc));
+    expect_ok(relo_device_check(sc.f.dev));
+    expect_ok(relo_release(sc.f.dev, own));
+    scene_close(&sc);
 }
 
 CHECK_MAIN()

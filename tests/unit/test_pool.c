@@ -263,14 +263,14 @@ CHECK_TEST(release_empty_gives_back_every_empty_unguarded_page)
     for (int i = 0; i < 3; i++) relo__pool_slice_free(&b.pool, s[i]);
     relo__pool_page_guard(&b.pool, guarded);
     require_sound(&b);
-    expect_eq(relo__pool_release_empty(&b.pool), 2);
+    expect_eq(relo__pool_release_empty(&b.pool, NULL), 2);
     require_pages(&b, 1);
     expect_true(b.pool.pages[0] == guarded);
     expect_eq(b.h.mock->calls[MOCK_FREE], 2);
     expect_eq(b.h.held[0].counters.pages_released, 2);
     expect_eq(b.h.held[1].counters.backend_frees, 2);
     relo__pool_page_unguard(&b.pool, guarded);
-    expect_eq(relo__pool_release_empty(&b.pool), 1);
+    expect_eq(relo__pool_release_empty(&b.pool, NULL), 1);
     require_sound(&b);
     expect_eq(b.h.held[0].bytes_reserved, 0);
     expect_eq(b.h.held[0].peak_bytes_reserved, 3 * PAGE);
