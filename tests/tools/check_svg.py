@@ -25,6 +25,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+from figures import bytes_match, number_match
+
 NS = "{http://www.w3.org/2000/svg}"
 LIVE = "#fd8d3c"
 RESERVED = "#9ecae1"
@@ -54,27 +56,6 @@ def value_at(runs, x):
         if a <= x <= b and b > a:
             return y
     return None
-
-
-UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-
-
-def bytes_match(text, value):
-    """Whether "94.0 MiB" is value written to the digits it shows."""
-    m = re.fullmatch(r"([0-9.]+) (B|KiB|MiB|GiB|TiB)", text.strip())
-    if not m:
-        return False
-    digits = m.group(1)
-    decimals = len(digits.split(".")[1]) if "." in digits else 0
-    unit = UNITS[m.group(2)]
-    return abs(float(digits) * unit - value) <= 0.5 * 10 ** -decimals * unit + 1e-9
-
-
-def number_match(text, value, decimals):
-    try:
-        return abs(float(text) - value) <= 0.5 * 10 ** -decimals + 1e-9
-    except ValueError:
-        return False
 
 
 def replay_json(cmd):

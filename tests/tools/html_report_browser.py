@@ -31,6 +31,8 @@ import shutil
 import subprocess
 import sys
 
+from figures import bytes_match, number_match
+
 try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -56,27 +58,6 @@ def find_browser():
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     driver = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None)
     return browser, driver
-
-
-UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-
-
-def bytes_match(text, value):
-    """Whether "94.0 MiB" is value written to the digits it shows."""
-    m = re.fullmatch(r"([0-9.]+) (B|KiB|MiB|GiB|TiB)", text.strip())
-    if not m:
-        return False
-    digits = m.group(1)
-    decimals = len(digits.split(".")[1]) if "." in digits else 0
-    unit = UNITS[m.group(2)]
-    return abs(float(digits) * unit - value) <= 0.5 * 10 ** -decimals * unit + 1e-9
-
-
-def number_match(text, value, decimals):
-    try:
-        return abs(float(text) - value) <= 0.5 * 10 ** -decimals + 1e-9
-    except ValueError:
-        return False
 
 
 def replay_json(tool, args):
