@@ -304,8 +304,8 @@ uint64_t relo__compact_and_release(relo_device *d, struct relo_stream *only, uin
          * pack waits for the next occasion, so the device is drained once.
          * A page the device refused is the exception: room the first pass
          * made lets a second pass empty pages the first could not, and the
-         * request waits on that room (one pass there costs fit: 1.115 ->
-         * 1.208 on mlp_dynamic_batch). */
+         * request waits on that room: stopping after one pass there makes
+         * fits worse (docs/alternatives.md). */
         if (!cut && reason != RELO_REASON_MEMORY_PRESSURE) break;
     }
     return released + kept;
