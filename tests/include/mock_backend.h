@@ -153,6 +153,16 @@ static inline bool mock_gate_await(mock_ctx *m, mock_op op, int seconds)
     return arrived;
 }
 
+/** Arms op's gate, starts fn(arg) on a thread of its own (*t), and waits
+ *  until that thread's call stops at the gate: false when the thread could
+ *  not start or no call stopped there within seconds. */
+static inline bool mock_gate_start(mock_ctx *m, mock_op op, void *(*fn)(void *), void *arg, pthread_t *t,
+                                   int seconds)
+{
+    mock_gate_arm(m, op);
+    return pthread_create(t, NULL, fn, arg) == 0 && mock_gate_await(m, op, seconds);
+}
+
 /** Lets the call stopped at op's gate (or the next one, if none has come
  *  yet) go on, and disarms the gate. */
 static inline void mock_gate_open(mock_ctx *m, mock_op op)

@@ -168,10 +168,8 @@ CHECK_TEST(read_across_a_runtime_pass_returns_its_own_bytes)
     uint8_t *bytes = malloc(SIZE);
     require_true(bytes != NULL);
     reader r = {sc.f.dev, mv.handle, bytes, RELO_ERR_CORRUPT};
-    mock_gate_arm(&sc.m, MOCK_READ);
     pthread_t t;
-    require_true(pthread_create(&t, NULL, read_all, &r) == 0);
-    require_true(mock_gate_await(&sc.m, MOCK_READ, GATE_SECONDS));
+    require_true(mock_gate_start(&sc.m, MOCK_READ, read_all, &r, &t, GATE_SECONDS));
 
     /* The read is under way on the other thread: the pass lands and ends,
      * and the place the allocation was planned to leave is taken. */
@@ -204,19 +202,15 @@ CHECK_TEST(read_across_a_reclaim_returns_its_own_bytes)
     int victim;
     require_true(first_move(&sc, &first, &victim));
 
-    mock_gate_arm(&sc.m, MOCK_WAIT_DEVICE);
     fx_reclaimer rc = {sc.f.s, RELO_ERR_CORRUPT};
     pthread_t tr;
-    require_true(pthread_create(&tr, NULL, fx_reclaim_thread, &rc) == 0);
-    require_true(mock_gate_await(&sc.m, MOCK_WAIT_DEVICE, GATE_SECONDS));
+    require_true(mock_gate_start(&sc.m, MOCK_WAIT_DEVICE, fx_reclaim_thread, &rc, &tr, GATE_SECONDS));
 
     uint8_t *bytes = malloc(SIZE);
     require_true(bytes != NULL);
     reader r = {sc.f.dev, first.handle, bytes, RELO_ERR_CORRUPT};
-    mock_gate_arm(&sc.m, MOCK_READ);
     pthread_t t;
-    require_true(pthread_create(&t, NULL, read_all, &r) == 0);
-    require_true(mock_gate_await(&sc.m, MOCK_READ, GATE_SECONDS));
+    require_true(mock_gate_start(&sc.m, MOCK_READ, read_all, &r, &t, GATE_SECONDS));
 
     mock_gate_open(&sc.m, MOCK_WAIT_DEVICE);
     pthread_join(tr, NULL);
@@ -271,11 +265,9 @@ CHECK_TEST(check_accepts_a_released_source_of_a_reclaim)
     int victim;
     require_true(first_move(&sc, &first, &victim));
 
-    mock_gate_arm(&sc.m, MOCK_WAIT_DEVICE);
     fx_reclaimer rc = {sc.f.s, RELO_ERR_CORRUPT};
     pthread_t tr;
-    require_true(pthread_create(&tr, NULL, fx_reclaim_thread, &rc) == 0);
-    require_true(mock_gate_await(&sc.m, MOCK_WAIT_DEVICE, GATE_SECONDS));
+    require_true(mock_gate_start(&sc.m, MOCK_WAIT_DEVICE, fx_reclaim_thread, &rc, &tr, GATE_SECONDS));
     expect_ok(relo_release(sc.f.dev, first.handle));
     sc.kept[victim] = false;
     expect_ok(relo_device_check(sc.f.dev));
@@ -472,11 +464,9 @@ CHECK_TEST(pass_end_refuses_while_its_copy_runs)
     relo_pass *pass = NULL;
     require_ok(relo_pass_begin(sc.f.dev, NULL, &pass));
     require_true(relo_pass_move_count(pass) > 0);
-    mock_gate_arm(&sc.m, MOCK_WAIT_DEVICE);
     copier c = {pass, RELO_PASS_ABANDONED, RELO_ERR_CORRUPT, false};
     pthread_t t;
-    require_true(pthread_create(&t, NULL, copy_pass, &c) == 0);
-    require_true(mock_gate_await(&sc.m, MOCK_WAIT_DEVICE, GATE_SECONDS));
+    require_true(mock_gate_start(&sc.m, MOCK_WAIT_DEVICE, copy_pass, &c, &t, GATE_SECONDS));
     relo_status early = relo_pass_end(pass, RELO_PASS_ABANDONED);
     expect_status(early, RELO_ERR_BUSY);
     mock_gate_open(&sc.m, MOCK_WAIT_DEVICE);

@@ -179,6 +179,20 @@ static void *other_stream(void *arg)
     return NULL;
 }
 
+/* Lets o's thread run up to GATE_SECONDS for its 1000 rounds, then stops
+ * it; returns the rounds it completed. */
+static int other_rounds(other *o)
+{
+    uint64_t until = fx_now_ns() + (uint64_t)GATE_SECONDS * 1000000000u;
+    while (atomic_load(&o->rounds) < 1000 && fx_now_ns() < until) {
+        struct timespec t = {0, 1000000};
+        nanosleep(&t, NULL);
+    }
+    int rounds = atomic_load(&o->rounds);
+    atomic_store(&o->stop, true);
+    return rounds;
+}
+
 /* While the reclaim's pass waits for the device on one thread, another
  * thread's calls on another stream go on: its rounds complete before the
  * device wait is let go. Under both placements. */
@@ -190,21 +204,11 @@ static void other_stream_goes_on(relo_placement placement)
     o.own = fx_reserve(sc.f.s2, 64 * KiB);
     require_ne(o.own.id, 0);
 
-    mock_gate_arm(&sc.m, MOCK_WAIT_DEVICE);
     fx_reclaimer rc = {sc.f.s, RELO_ERR_CORRUPT};
     pthread_t tr, to;
-    require_true(pthread_create(&tr, NULL, fx_reclaim_thread, &rc) == 0);
-    require_true(mock_gate_await(&sc.m, MOCK_WAIT_DEVICE, GATE_SECONDS));
+    require_true(mock_gate_start(&sc.m, MOCK_WAIT_DEVICE, fx_reclaim_thread, &rc, &tr, GATE_SECONDS));
     require_true(pthread_create(&to, NULL, other_stream, &o) == 0);
-    /* Give the other stream up to GATE_SECONDS for its rounds while the
-     * pass still waits at the gate. */
-    uint64_t until = fx_now_ns() + (uint64_t)GATE_SECONDS * 1000000000u;
-    while (atomic_load(&o.rounds) < 1000 && fx_now_ns() < until) {
-        struct timespec t = {0, 1000000};
-        nanosleep(&t, NULL);
-    }
-    int rounds = atomic_load(&o.rounds);
-    atomic_store(&o.stop, true);
+    int rounds = other_rounds(&o); /* while the pass still waits at the gate */
     mock_gate_open(&sc.m, MOCK_WAIT_DEVICE);
     pthread_join(to, NULL);
     pthread_join(tr, NULL);
@@ -271,21 +275,13 @@ CHECK_TEST(other_stream_goes_on_while_a_reclaim_frees_pages)
     require_true(scene_open(&sc, RELO_PLACEMENT_PACKED, 0, true));
     relo_handle own = fx_reserve(sc.f.s2, 64 * KiB);
     require_ne(own.id, 0);
-    mock_gate_arm(&sc.m, MOCK_FREE);
     fx_reclaimer rc = {sc.f.s, RELO_ERR_CORRUPT};
     pthread_t tr;
-    require_true(pthread_create(&tr, NULL, fx_reclaim_thread, &rc) == 0);
-    require_true(mock_gate_await(&sc.m, MOCK_FREE, GATE_SECONDS));
+    require_true(mock_gate_start(&sc.m, MOCK_FREE, fx_reclaim_thread, &rc, &tr, GATE_SECONDS));
     other o = {sc.f.dev, sc.f.s2, own, 0, false, 0};
     pthread_t to;
     require_true(pthread_create(&to, NULL, other_stream, &o) == 0);
-    uint64_t until = fx_now_ns() + (uint64_t)GATE_SECONDS * 1000000000u;
-    while (atomic_load(&o.rounds) < 1000 && fx_now_ns() < until) {
-        struct timespec t = {0, 1000000};
-        nanosleep(&t, NULL);
-    }
-    int rounds = atomic_load(&o.rounds);
-    atomic_store(&o.stop, true);
+    int rounds = other_rounds(&o);
     mock_gate_open(&sc.m, MOCK_FREE);
     pthread_join(to, NULL);
     pthread_join(tr, NULL);
