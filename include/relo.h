@@ -18,17 +18,18 @@
  *   - What waits for a pass another thread has open (relo's own, while it
  *     waits for the device and copies): a pin or write of an allocation
  *     that pass moves (it returns the new place), a resolve or read of one
- *     it slides within its page, a reservation the device
- *     refused a page for (the pass may give the room back), relo_reclaim,
+ *     it slides within its page, a reservation the device refused a page
+ *     for (the pass may give the room back), relo_reclaim,
  *     relo_reclaim_device, relo_pass_begin, relo_capture_* and
  *     relo_device_destroy. Nothing else: resolve, pin, unpin, read, write,
- *     release and reserve of other allocations return without waiting;
- *     a reservation that would pack before a new page, or past the cache
+ *     release and reserve of other allocations return without waiting; a
+ *     reservation that would pack before a new page, or past the cache
  *     limit, takes the page or keeps the room instead while a pass is
  *     open, and packs only its own stream's pools (never another stream's
- *     room, and so never drains the device for it). A reclaim waits for the device once and for its copies once
- *     (one pass) unless relo_device_desc.pass_max_bytes or pass_max_ns cut
- *     it into more.
+ *     room, and so never drains the device for it). A reclaim waits for
+ *     the device once and for its copies once (one pass) unless
+ *     relo_device_desc.pass_max_bytes or pass_max_ns cut it into more,
+ *     and gives the pages it emptied back without the device lock.
  *   - The binding contract: a binding from relo_resolve is valid until the
  *     next call on the device, from any thread, that may move memory
  *     (relo_reserve, relo_reclaim, relo_reclaim_device,
