@@ -75,7 +75,7 @@ RELO_COLD relo_status relo__steps_refused(relo_device *d, relo_stream *s, uint64
      * 2. an explicit cleanup of the stream (relocation, packing, every empty
      *    page back), and every stream's cached pages past the cache limit
      *    back, since they count against the device too; then once more. */
-    if (s->layout.ops->want_pack) {
+    if (relo__layout_packs(s->layout.ops)) {
         relo__device_cleanup_periodic(d);
         relo__compact_and_release(d, s, UINT64_MAX, true, RELO_REASON_MEMORY_PRESSURE, UINT64_MAX);
     }
